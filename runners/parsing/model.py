@@ -1,0 +1,61 @@
+"""What the parsers return: plain, immutable dataclasses, independent of any database.
+
+A :class:`ParsedRun` is exactly what gets stored for one benchmark run. Times are in
+milliseconds, memory in MiB (1 MiB = 2**20 bytes; sglang's "GB" lines are GiB).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    """Outcome of one run: a measurement, or a failure that carries a reason and no number."""
+
+    OK = "ok"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class StageTiming:
+    """One pipeline stage (``DenoisingStage``, ``DecodingStage``, ...) and its wall time in ms."""
+
+    name: str
+    duration_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRun:
+    """Everything a log (and optionally a perf dump) says about the measured request.
+
+    ``status`` is ``FAILED`` whenever the run did not produce a trustworthy measurement; then
+    ``failure_reason`` says why in one readable sentence and the numbers are ``None``/empty.
+    ``denoise_step_ms`` is the value of record: the median of ``step_times_ms`` when per-step times
+    are known, else the average the log reports (``denoise_step_basis`` says which).
+    """
+
+    status: RunStatus
+    failure_reason: str | None = None
+    denoise_step_count: int | None = None
+    step_times_ms: tuple[float, ...] = ()
+    denoise_step_ms: float | None = None
+    denoise_step_basis: str | None = None  # "median" or "mean"
+    denoise_step_mean_ms: float | None = None
+    denoise_step_median_ms: float | None = None
+    denoise_stage_ms: float | None = None
+    stages: tuple[StageTiming, ...] = ()
+    e2e_ms: float | None = None
+    peak_memory_mb: float | None = None
+    requests_seen: int = 0
+    warmup_requests: int = 0
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    sources: tuple[str, ...] = ()  # "log", "perf_dump", "performance_log"
+
+
+class ParseError(ValueError):
+    """Input that cannot be read at all (a truncated or malformed JSON dump, an empty file).
+
+    A log that *is* readable but shows a failed run is not a ``ParseError``: it parses to a
+    ``ParsedRun`` with ``status=FAILED``.
+    """

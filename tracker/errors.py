@@ -1,0 +1,61 @@
+"""The tracker's error hierarchy; ``web`` maps it to HTTP status codes in one handler.
+
+::
+
+    PerftrackError
+    ├── InvalidInput            422: a field is wrong (``field`` names it)
+    ├── PayloadTooLarge         413: a body or log is over the configured limit
+    ├── NotFound                404: no such case, run, commit, ...
+    ├── Conflict                409: the request contradicts stored state
+    ├── AuthError               401: missing, malformed, unknown or revoked token
+    │   └── Forbidden           403: a valid token without the needed role
+    └── SuiteError              a suite file is malformed (file, line, field)
+"""
+
+from __future__ import annotations
+
+
+class PerftrackError(Exception):
+    """Base of every error the tracker raises on purpose."""
+
+
+class InvalidInput(PerftrackError):
+    """A value the caller sent is not acceptable; ``field`` is its dotted path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class PayloadTooLarge(PerftrackError):
+    """A request body or log exceeds a configured size limit."""
+
+
+class NotFound(PerftrackError):
+    """The named object does not exist."""
+
+
+class Conflict(PerftrackError):
+    """The request contradicts what is already stored."""
+
+
+class AuthError(PerftrackError):
+    """Authentication failed: no token, a malformed one, an unknown one or a revoked one."""
+
+
+class Forbidden(AuthError):
+    """The token is valid but its role does not allow this action."""
+
+
+class SuiteError(PerftrackError):
+    """A suite file cannot be loaded; the message names the file, line and field."""
+
+    def __init__(self, path: str, line: int | None, field: str | None, message: str) -> None:
+        where = f"{path}:{line}" if line is not None else path
+        what = f" [{field}]" if field else ""
+        super().__init__(f"{where}{what}: {message}")
+        self.path = path
+        self.line = line
+        self.field = field
+        self.message = message

@@ -1,0 +1,62 @@
+"""SQLAlchemy models for the whole perftrack domain (see DESIGN.md, "Domain")."""
+
+from tracker.models.access import ApiToken, Runner
+from tracker.models.base import Base, utcnow
+from tracker.models.catalog import Case, CaseHardware, HardwareKind, Repository
+from tracker.models.detection import Alert, AlertEvent, BisectionStep, Comparison, ComparisonResult
+from tracker.models.enums import (
+    AlertStatus,
+    Arm,
+    ComparisonState,
+    Direction,
+    JobReason,
+    JobState,
+    Metric,
+    PatchKind,
+    RunMode,
+    RunSource,
+    RunStatus,
+    TokenRole,
+    Verdict,
+    Workload,
+)
+from tracker.models.jobs import Job
+from tracker.models.runs import Run, RunArtifacts, RunStage
+from tracker.models.vcs import Candidate, CandidatePatch, Commit
+
+__all__ = [
+    "Alert",
+    "AlertEvent",
+    "AlertStatus",
+    "ApiToken",
+    "Arm",
+    "Base",
+    "BisectionStep",
+    "Candidate",
+    "CandidatePatch",
+    "Case",
+    "CaseHardware",
+    "Commit",
+    "Comparison",
+    "ComparisonResult",
+    "ComparisonState",
+    "Direction",
+    "HardwareKind",
+    "Job",
+    "JobReason",
+    "JobState",
+    "Metric",
+    "PatchKind",
+    "Repository",
+    "Run",
+    "RunArtifacts",
+    "RunMode",
+    "RunSource",
+    "RunStage",
+    "RunStatus",
+    "Runner",
+    "TokenRole",
+    "Verdict",
+    "Workload",
+    "utcnow",
+]

@@ -1,0 +1,55 @@
+"""API tokens and the runner registry."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict
+from tracker.models.catalog import HardwareKind
+from tracker.models.enums import TokenRole, str_enum
+
+
+class ApiToken(Base):
+    """A bearer token. Only its SHA-256 is stored; the secret is shown once, at creation."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int_pk]
+    name: Mapped[str] = mapped_column(String(128), unique=True, nullable=False)
+    role: Mapped[TokenRole] = mapped_column(str_enum(TokenRole, "token_role"), nullable=False)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False, comment="hex SHA-256")
+    prefix: Mapped[str] = mapped_column(String(16), nullable=False, comment="first characters, to tell tokens apart")
+    created_at: Mapped[created_at]
+    last_used_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+    @property
+    def is_active(self) -> bool:
+        """Whether the token can still authenticate."""
+        return self.revoked_at is None
+
+
+class Runner(Base):
+    """A runner agent on a GPU host, as it last advertised itself.
+
+    Its current job is the job it holds a live lease on (``jobs.leased_by_runner_id``), not a
+    column here, so the two can never disagree.
+    """
+
+    __tablename__ = "runners"
+
+    id: Mapped[int_pk]
+    name: Mapped[str] = mapped_column(String(128), unique=True, nullable=False)
+    token_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id"))
+    hardware_kind_id: Mapped[int] = mapped_column(ForeignKey("hardware_kinds.id"), nullable=False)
+    gpu_count: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    labels: Mapped[json_dict]
+    version: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    host: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    last_heartbeat_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[created_at]
+
+    hardware_kind: Mapped[HardwareKind] = relationship(lazy="joined")

@@ -1,0 +1,166 @@
+"""Alerts (changes found on a series), bisections and PR A/B comparisons."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from tracker.models.base import Base, UTCDateTime, created_at, int_pk
+from tracker.models.catalog import Case, HardwareKind, Repository
+from tracker.models.enums import (
+    AlertStatus,
+    ComparisonState,
+    Direction,
+    Metric,
+    Verdict,
+    str_enum,
+)
+from tracker.models.vcs import Candidate, Commit
+
+
+class Alert(Base):
+    """A change on one series (case × hardware × metric) between two commits.
+
+    Unique per series and first bad commit, so a sweep never raises the same change twice.
+    ``culprit_commit_id`` is set once bisection has narrowed the range to one commit.
+    """
+
+    __tablename__ = "alerts"
+    __table_args__ = (
+        UniqueConstraint("case_id", "hardware_kind_id", "metric", "first_bad_commit_id"),
+        Index("ix_alerts_status", "status", "created_at"),
+    )
+
+    id: Mapped[int_pk]
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), nullable=False)
+    hardware_kind_id: Mapped[int] = mapped_column(ForeignKey("hardware_kinds.id"), nullable=False)
+    metric: Mapped[Metric] = mapped_column(str_enum(Metric, "metric"), nullable=False)
+    direction: Mapped[Direction] = mapped_column(str_enum(Direction, "direction"), nullable=False)
+    status: Mapped[AlertStatus] = mapped_column(
+        str_enum(AlertStatus, "alert_status"), nullable=False, default=AlertStatus.OPEN
+    )
+    last_good_commit_id: Mapped[int | None] = mapped_column(ForeignKey("commits.id"))
+    first_bad_commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id"), nullable=False)
+    culprit_commit_id: Mapped[int | None] = mapped_column(ForeignKey("commits.id"))
+    fixed_by_commit_id: Mapped[int | None] = mapped_column(ForeignKey("commits.id"))
+    before_value: Mapped[float] = mapped_column(Float, nullable=False)
+    after_value: Mapped[float] = mapped_column(Float, nullable=False)
+    change_pct: Mapped[float] = mapped_column(Float, nullable=False)
+    threshold_pct: Mapped[float] = mapped_column(Float, nullable=False, comment="threshold that applied")
+    noise_pct: Mapped[float | None] = mapped_column(Float, comment="series run-to-run noise, % (None: unknown)")
+    p_value: Mapped[float | None] = mapped_column(Float)
+    single_run_basis: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, default=False, comment="rests on single runs without a noise estimate"
+    )
+    confirmed: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    bisection_state: Mapped[str | None] = mapped_column(String(16), comment="running, found, gave_up")
+    created_at: Mapped[created_at]
+    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+    case: Mapped[Case] = relationship()
+    hardware_kind: Mapped[HardwareKind] = relationship()
+    last_good_commit: Mapped[Commit | None] = relationship(foreign_keys=[last_good_commit_id])
+    first_bad_commit: Mapped[Commit] = relationship(foreign_keys=[first_bad_commit_id])
+    culprit_commit: Mapped[Commit | None] = relationship(foreign_keys=[culprit_commit_id])
+    fixed_by_commit: Mapped[Commit | None] = relationship(foreign_keys=[fixed_by_commit_id])
+    events: Mapped[list[AlertEvent]] = relationship(
+        back_populates="alert", cascade="all, delete-orphan", order_by="AlertEvent.id"
+    )
+    bisection_steps: Mapped[list[BisectionStep]] = relationship(
+        back_populates="alert", cascade="all, delete-orphan", order_by="BisectionStep.position"
+    )
+
+
+class AlertEvent(Base):
+    """One status change of an alert: who, when, why."""
+
+    __tablename__ = "alert_events"
+
+    id: Mapped[int_pk]
+    alert_id: Mapped[int] = mapped_column(ForeignKey("alerts.id", ondelete="CASCADE"), nullable=False, index=True)
+    from_status: Mapped[AlertStatus | None] = mapped_column(str_enum(AlertStatus, "from_status"))
+    to_status: Mapped[AlertStatus] = mapped_column(str_enum(AlertStatus, "to_status"), nullable=False)
+    actor: Mapped[str] = mapped_column(String(255), nullable=False)
+    reason: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    created_at: Mapped[created_at]
+
+    alert: Mapped[Alert] = relationship(back_populates="events")
+
+
+class BisectionStep(Base):
+    """One commit measured while bisecting an alert's range, and what it showed."""
+
+    __tablename__ = "bisection_steps"
+    __table_args__ = (UniqueConstraint("alert_id", "position"),)
+
+    id: Mapped[int_pk]
+    alert_id: Mapped[int] = mapped_column(ForeignKey("alerts.id", ondelete="CASCADE"), nullable=False)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id"), nullable=False)
+    value: Mapped[float | None] = mapped_column(Float)
+    outcome: Mapped[str] = mapped_column(String(16), nullable=False, comment="good, bad, skipped, pending")
+    created_at: Mapped[created_at]
+
+    alert: Mapped[Alert] = relationship(back_populates="bisection_steps")
+    commit: Mapped[Commit] = relationship()
+
+
+class Comparison(Base):
+    """A/B comparison of two candidates over cases × hardware, run as interleaved rounds."""
+
+    __tablename__ = "comparisons"
+
+    id: Mapped[int_pk]
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"), nullable=False)
+    base_candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id"), nullable=False)
+    head_candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id"), nullable=False)
+    state: Mapped[ComparisonState] = mapped_column(
+        str_enum(ComparisonState, "comparison_state"), nullable=False, default=ComparisonState.PENDING
+    )
+    rounds: Mapped[int] = mapped_column(Integer, nullable=False, default=2, comment="rounds asked for")
+    max_rounds: Mapped[int] = mapped_column(Integer, nullable=False, default=8, comment="cap when inconclusive")
+    requests_per_round: Mapped[int] = mapped_column(Integer, nullable=False, default=5)
+    pr_number: Mapped[int | None] = mapped_column(Integer)
+    pr_url: Mapped[str | None] = mapped_column(String(512))
+    command: Mapped[str] = mapped_column(Text, nullable=False, default="", comment="e.g. the /perf comment")
+    requested_by: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    github_comment_id: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[created_at]
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+    repository: Mapped[Repository] = relationship()
+    base_candidate: Mapped[Candidate] = relationship(foreign_keys=[base_candidate_id])
+    head_candidate: Mapped[Candidate] = relationship(foreign_keys=[head_candidate_id])
+    results: Mapped[list[ComparisonResult]] = relationship(
+        back_populates="comparison", cascade="all, delete-orphan", order_by="ComparisonResult.id"
+    )
+
+
+class ComparisonResult(Base):
+    """The verdict of a comparison for one case on one hardware kind."""
+
+    __tablename__ = "comparison_results"
+    __table_args__ = (UniqueConstraint("comparison_id", "case_id", "hardware_kind_id"),)
+
+    id: Mapped[int_pk]
+    comparison_id: Mapped[int] = mapped_column(
+        ForeignKey("comparisons.id", ondelete="CASCADE"), nullable=False
+    )
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), nullable=False)
+    hardware_kind_id: Mapped[int] = mapped_column(ForeignKey("hardware_kinds.id"), nullable=False)
+    verdict: Mapped[Verdict] = mapped_column(str_enum(Verdict, "verdict"), nullable=False, default=Verdict.PENDING)
+    base_value: Mapped[float | None] = mapped_column(Float, comment="ms per denoise step")
+    head_value: Mapped[float | None] = mapped_column(Float)
+    change_pct: Mapped[float | None] = mapped_column(Float)
+    ci_low_pct: Mapped[float | None] = mapped_column(Float, comment="95 % CI of change_pct")
+    ci_high_pct: Mapped[float | None] = mapped_column(Float)
+    rounds_done: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    threshold_pct: Mapped[float | None] = mapped_column(Float)
+    note: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+    comparison: Mapped[Comparison] = relationship(back_populates="results")
+    case: Mapped[Case] = relationship()
+    hardware_kind: Mapped[HardwareKind] = relationship()

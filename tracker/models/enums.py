@@ -1,0 +1,142 @@
+"""Enumerations stored as short strings (VARCHAR + CHECK), identical on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Enum
+
+
+def str_enum(enum_cls: type[StrEnum], name: str) -> Enum:
+    """A portable column type storing the enum's values, not its member names."""
+    return Enum(
+        enum_cls,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        length=16,
+        values_callable=lambda members: [member.value for member in members],
+        validate_strings=True,
+    )
+
+
+class Workload(StrEnum):
+    """What executes a case: the real ``sglang generate`` or the embedded CPU toy pipeline."""
+
+    SGLANG = "sglang"
+    TOY = "toy"
+
+
+class RunMode(StrEnum):
+    """``generate``: one CLI process per run; ``serve``: a server, N timed requests after warmup."""
+
+    GENERATE = "generate"
+    SERVE = "serve"
+
+
+class JobReason(StrEnum):
+    """Why a job exists; a job is unique per candidate, case, hardware and reason."""
+
+    NIGHTLY = "nightly"
+    PR = "pr"
+    BISECT = "bisect"
+    CONFIRM = "confirm"
+    MANUAL = "manual"
+
+
+class JobState(StrEnum):
+    """Job life cycle: ``queued → leased → done | failed``; ``cancelled`` by a user."""
+
+    QUEUED = "queued"
+    LEASED = "leased"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class RunStatus(StrEnum):
+    """A run measured something (``ok``) or failed with a reason and no number."""
+
+    OK = "ok"
+    FAILED = "failed"
+
+
+class RunSource(StrEnum):
+    """Where a run came from: a leased job, or an import made outside any job."""
+
+    JOB = "job"
+    IMPORT = "import"
+
+
+class Metric(StrEnum):
+    """Series metrics; ``denoise_step_ms`` is the metric of record."""
+
+    DENOISE_STEP_MS = "denoise_step_ms"
+    DENOISE_STAGE_MS = "denoise_stage_ms"
+    E2E_MS = "e2e_ms"
+    PEAK_MEMORY_MB = "peak_memory_mb"
+    GRAPH_BREAKS = "graph_breaks"
+
+
+class Direction(StrEnum):
+    """Which way a change went for the user: slower/bigger is a regression."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+
+
+class AlertStatus(StrEnum):
+    """Alert triage: ``open → acknowledged → fixed | invalid | expected``."""
+
+    OPEN = "open"
+    ACKNOWLEDGED = "acknowledged"
+    FIXED = "fixed"
+    INVALID = "invalid"
+    EXPECTED = "expected"
+
+
+class Verdict(StrEnum):
+    """Outcome of an A/B comparison of one case on one hardware kind."""
+
+    PENDING = "pending"
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no_change"
+    INCONCLUSIVE = "inconclusive"
+
+
+class ComparisonState(StrEnum):
+    """Comparison life cycle."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+class Arm(StrEnum):
+    """Which side of a comparison a job measures."""
+
+    BASE = "base"
+    HEAD = "head"
+
+
+class TokenRole(StrEnum):
+    """What a token may do: runners upload results; admins also triage and manage."""
+
+    RUNNER = "runner"
+    ADMIN = "admin"
+
+
+class PatchKind(StrEnum):
+    """How a patch of a candidate is named: a commit sha, or a pull request's head ref."""
+
+    COMMIT = "commit"
+    PULL = "pull"
+
+
+def enum_values(enum_cls: type[StrEnum]) -> list[Any]:
+    """The stored values of an enum, for messages that list what is valid."""
+    return [member.value for member in enum_cls]

@@ -1,0 +1,90 @@
+"""The one settings class; nothing else in perftrack reads ``os.environ``.
+
+Every value can be set by an environment variable with the ``PERFTRACK_`` prefix
+(``PERFTRACK_DATABASE_URL``, ``PERFTRACK_ADMIN_TOKEN``, ...) or a ``.env`` file.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "secret", "admin", "password", "token", "test"})
+
+
+def default_data_dir() -> Path:
+    """Per-user data directory (``~/.local/share/perftrack`` on Linux)."""
+    return Path(platformdirs.user_data_dir("perftrack", appauthor=False))
+
+
+def default_suite_dir() -> Path:
+    """The suites shipped with perftrack: the repository's ``suites/`` or the wheel's copy."""
+    source_tree = Path(__file__).resolve().parent.parent / "suites"
+    if source_tree.is_dir():
+        return source_tree
+    return Path(__file__).resolve().parent / "_bundled" / "suites"
+
+
+class Settings(BaseSettings):
+    """perftrack configuration, validated once at start-up."""
+
+    model_config = SettingsConfigDict(env_prefix="PERFTRACK_", env_file=".env", extra="ignore")
+
+    environment: Literal["development", "production", "test"] = "development"
+    data_dir: Path = Field(default_factory=default_data_dir)
+    database_url: str = Field(
+        default="",
+        description="SQLAlchemy URL; empty means an SQLite file perftrack.db in data_dir.",
+    )
+    suite_dir: Path = Field(default_factory=default_suite_dir)
+
+    # Bootstrap: when set, an admin token with this value exists (hashed) after start-up.
+    admin_token: SecretStr | None = None
+
+    # Limits: requests over them are refused with 413, never half-stored.
+    max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    max_log_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+    max_steps_per_run: int = Field(default=10_000, gt=0)
+    max_page_size: int = Field(default=1000, gt=0)
+    series_default_limit: int = Field(default=500, gt=0)
+
+    @field_validator("database_url")
+    @classmethod
+    def _normalise_postgres_url(cls, value: str) -> str:
+        # A bare postgresql:// URL would pick psycopg2, which perftrack does not install.
+        if value.startswith("postgresql://") or value.startswith("postgres://"):
+            return "postgresql+psycopg://" + value.split("://", 1)[1]
+        return value
+
+    @model_validator(mode="after")
+    def _refuse_placeholder_secrets(self) -> Settings:
+        if self.environment == "production" and self.admin_token is not None:
+            token = self.admin_token.get_secret_value()
+            if token.lower() in _PLACEHOLDER_SECRETS or len(token) < 24:
+                raise ValueError(
+                    "PERFTRACK_ADMIN_TOKEN looks like a placeholder; use at least 24 random characters"
+                )
+        return self
+
+    @property
+    def effective_database_url(self) -> str:
+        """The configured URL, or the default SQLite file in the data directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'perftrack.db'}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        """Whether the database is an SQLite file (the embedded default)."""
+        return self.effective_database_url.startswith("sqlite")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()
