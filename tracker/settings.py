@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     @classmethod
     def _normalise_postgres_url(cls, value: str) -> str:
         # A bare postgresql:// URL would pick psycopg2, which perftrack does not install.
-        if value.startswith("postgresql://") or value.startswith("postgres://"):
+        if value.startswith(("postgresql://", "postgres://")):
             return "postgresql+psycopg://" + value.split("://", 1)[1]
         return value
 

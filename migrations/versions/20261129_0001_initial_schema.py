@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 17:44:41.064011
+Create Date: 2026-11-29 17:47:38.852401
 """
 
 from __future__ import annotations
@@ -668,6 +668,12 @@ def upgrade() -> None:
         "runs",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("idempotency_key", sa.String(length=128), nullable=False),
+        sa.Column(
+            "payload_digest",
+            sa.String(length=64),
+            nullable=False,
+            comment="SHA-256 of the upload, to tell a retry from a key reuse",
+        ),
         sa.Column(
             "source",
             sa.Enum("job", "import", name="run_source", native_enum=False, create_constraint=True, length=16),

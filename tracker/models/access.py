@@ -21,7 +21,9 @@ class ApiToken(Base):
     name: Mapped[str] = mapped_column(String(128), unique=True, nullable=False)
     role: Mapped[TokenRole] = mapped_column(str_enum(TokenRole, "token_role"), nullable=False)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False, comment="hex SHA-256")
-    prefix: Mapped[str] = mapped_column(String(16), nullable=False, comment="first characters, to tell tokens apart")
+    prefix: Mapped[str] = mapped_column(
+        String(16), nullable=False, comment="first characters, to tell tokens apart"
+    )
     created_at: Mapped[created_at]
     last_used_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from sqlalchemy import JSON, BigInteger, DateTime, Integer, MetaData, String, TypeDecorator, func
 from sqlalchemy.dialects import postgresql
@@ -66,4 +66,4 @@ class Base(DeclarativeBase):
     """Base of every ORM class."""
 
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {dt.datetime: UTCDateTime()}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dt.datetime: UTCDateTime()}

@@ -55,7 +55,9 @@ class Case(Base):
     is_current: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     suite: Mapped[str_slug]
     title: Mapped[str] = mapped_column(String(255), nullable=False, default="")
-    model: Mapped[str] = mapped_column(String(255), nullable=False, comment="model path, e.g. Qwen/Qwen-Image")
+    model: Mapped[str] = mapped_column(
+        String(255), nullable=False, comment="model path, e.g. Qwen/Qwen-Image"
+    )
     model_family: Mapped[str_slug] = mapped_column(comment="groups cases of one model on the overview")
     task: Mapped[str] = mapped_column(String(32), nullable=False, comment="t2i, t2v, i2i, ...")
     workload: Mapped[Workload] = mapped_column(str_enum(Workload, "workload"), nullable=False)
@@ -67,7 +69,9 @@ class Case(Base):
     )
     params: Mapped[json_dict] = mapped_column(comment="generation parameters (prompt, size, steps, seed)")
     flags: Mapped[json_dict] = mapped_column(comment="serving flags (compile, warmup, offload, parallelism)")
-    requests: Mapped[int] = mapped_column(Integer, nullable=False, default=1, comment="timed requests per run")
+    requests: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=1, comment="timed requests per run"
+    )
     timeout_s: Mapped[int] = mapped_column(Integer, nullable=False, default=3600)
     created_at: Mapped[created_at]
 

@@ -49,7 +49,9 @@ class Alert(Base):
     after_value: Mapped[float] = mapped_column(Float, nullable=False)
     change_pct: Mapped[float] = mapped_column(Float, nullable=False)
     threshold_pct: Mapped[float] = mapped_column(Float, nullable=False, comment="threshold that applied")
-    noise_pct: Mapped[float | None] = mapped_column(Float, comment="series run-to-run noise, % (None: unknown)")
+    noise_pct: Mapped[float | None] = mapped_column(
+        Float, comment="series run-to-run noise, % (None: unknown)"
+    )
     p_value: Mapped[float | None] = mapped_column(Float)
     single_run_basis: Mapped[bool] = mapped_column(
         Boolean, nullable=False, default=False, comment="rests on single runs without a noise estimate"
@@ -79,7 +81,9 @@ class AlertEvent(Base):
     __tablename__ = "alert_events"
 
     id: Mapped[int_pk]
-    alert_id: Mapped[int] = mapped_column(ForeignKey("alerts.id", ondelete="CASCADE"), nullable=False, index=True)
+    alert_id: Mapped[int] = mapped_column(
+        ForeignKey("alerts.id", ondelete="CASCADE"), nullable=False, index=True
+    )
     from_status: Mapped[AlertStatus | None] = mapped_column(str_enum(AlertStatus, "from_status"))
     to_status: Mapped[AlertStatus] = mapped_column(str_enum(AlertStatus, "to_status"), nullable=False)
     actor: Mapped[str] = mapped_column(String(255), nullable=False)
@@ -120,7 +124,9 @@ class Comparison(Base):
         str_enum(ComparisonState, "comparison_state"), nullable=False, default=ComparisonState.PENDING
     )
     rounds: Mapped[int] = mapped_column(Integer, nullable=False, default=2, comment="rounds asked for")
-    max_rounds: Mapped[int] = mapped_column(Integer, nullable=False, default=8, comment="cap when inconclusive")
+    max_rounds: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=8, comment="cap when inconclusive"
+    )
     requests_per_round: Mapped[int] = mapped_column(Integer, nullable=False, default=5)
     pr_number: Mapped[int | None] = mapped_column(Integer)
     pr_url: Mapped[str | None] = mapped_column(String(512))
@@ -150,7 +156,9 @@ class ComparisonResult(Base):
     )
     case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), nullable=False)
     hardware_kind_id: Mapped[int] = mapped_column(ForeignKey("hardware_kinds.id"), nullable=False)
-    verdict: Mapped[Verdict] = mapped_column(str_enum(Verdict, "verdict"), nullable=False, default=Verdict.PENDING)
+    verdict: Mapped[Verdict] = mapped_column(
+        str_enum(Verdict, "verdict"), nullable=False, default=Verdict.PENDING
+    )
     base_value: Mapped[float | None] = mapped_column(Float, comment="ms per denoise step")
     head_value: Mapped[float | None] = mapped_column(Float)
     change_pct: Mapped[float | None] = mapped_column(Float)

@@ -45,7 +45,9 @@ class Job(Base):
     leased_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     failure_reason: Mapped[str | None] = mapped_column(Text)
-    comparison_id: Mapped[int | None] = mapped_column(ForeignKey("comparisons.id", ondelete="CASCADE"), index=True)
+    comparison_id: Mapped[int | None] = mapped_column(
+        ForeignKey("comparisons.id", ondelete="CASCADE"), index=True
+    )
     comparison_round: Mapped[int | None] = mapped_column(Integer)
     arm: Mapped[Arm | None] = mapped_column(str_enum(Arm, "arm"))
     alert_id: Mapped[int | None] = mapped_column(

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tracker.models.base import JSONType, Base, UTCDateTime, created_at, int_pk, json_dict, json_list
+from tracker.models.base import Base, JSONType, UTCDateTime, created_at, int_pk, json_dict, json_list
 from tracker.models.catalog import Case, HardwareKind
 from tracker.models.enums import RunSource, RunStatus, str_enum
 from tracker.models.vcs import Candidate, Commit
@@ -30,6 +30,9 @@ class Run(Base):
 
     id: Mapped[int_pk]
     idempotency_key: Mapped[str] = mapped_column(String(128), unique=True, nullable=False)
+    payload_digest: Mapped[str] = mapped_column(
+        String(64), nullable=False, comment="SHA-256 of the upload, to tell a retry from a key reuse"
+    )
     source: Mapped[RunSource] = mapped_column(str_enum(RunSource, "run_source"), nullable=False)
     status: Mapped[RunStatus] = mapped_column(str_enum(RunStatus, "run_status"), nullable=False)
     failure_reason: Mapped[str | None] = mapped_column(Text)
@@ -48,7 +51,9 @@ class Run(Base):
     denoise_step_count: Mapped[int | None] = mapped_column(Integer)
     denoise_step_mean_ms: Mapped[float | None] = mapped_column(Float)
     denoise_step_median_ms: Mapped[float | None] = mapped_column(Float)
-    denoise_step_first_ms: Mapped[float | None] = mapped_column(Float, comment="step 0 (compile, warm caches)")
+    denoise_step_first_ms: Mapped[float | None] = mapped_column(
+        Float, comment="step 0 (compile, warm caches)"
+    )
     denoise_step_steady_ms: Mapped[float | None] = mapped_column(Float, comment="median of steps 1..n-1")
     denoise_step_iqr_ms: Mapped[float | None] = mapped_column(Float, comment="interquartile range of steps")
     denoise_stage_ms: Mapped[float | None] = mapped_column(Float)

@@ -1,0 +1,146 @@
+"""Store one result: validate, resolve case, hardware, commit and candidate, write the run once."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from tracker.catalog import get_current_case, get_hardware_kind
+from tracker.errors import Conflict, InvalidInput, PayloadTooLarge
+from tracker.models import Run, RunArtifacts, RunSource, RunStage, RunStatus
+from tracker.schemas import ResultIn
+from tracker.stats import summarize_steps
+from tracker.vcs import ensure_candidate, upsert_commit
+
+
+@dataclass(frozen=True)
+class IngestLimits:
+    """Size limits an upload must respect."""
+
+    max_log_bytes: int
+    max_steps_per_run: int
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    """The stored run, and whether this call created it (``False``: a repeat of an earlier upload)."""
+
+    run: Run
+    created: bool
+
+
+def derive_idempotency_key(result: ResultIn) -> str:
+    """The key of an upload that did not bring one: the digest of its content."""
+    return "sha256:" + result.digest()[:64]
+
+
+def ingest_result(
+    *, session: Session, result: ResultIn, limits: IngestLimits, source: RunSource = RunSource.IMPORT
+) -> IngestOutcome:
+    """Store ``result`` once; a repeat with the same idempotency key returns the stored run."""
+    log_bytes = len(result.raw_log.encode("utf-8"))
+    if log_bytes > limits.max_log_bytes:
+        raise PayloadTooLarge(f"raw_log: {log_bytes} bytes is over the limit of {limits.max_log_bytes} bytes")
+    if len(result.step_times_ms) > limits.max_steps_per_run:
+        raise PayloadTooLarge(
+            f"step_times_ms: {len(result.step_times_ms)} values is over the limit of {limits.max_steps_per_run}"
+        )
+    digest = result.digest()
+    key = result.idempotency_key or derive_idempotency_key(result)
+    existing = _find_by_key(session=session, key=key, digest=digest)
+    if existing is not None:
+        return IngestOutcome(run=existing, created=False)
+
+    case = get_current_case(session=session, slug=result.case)
+    kind = get_hardware_kind(session=session, name=result.hardware)
+    if case.repository is None:
+        raise InvalidInput("case", f"case {case.slug!r} has no repository in its suite")
+    commit = upsert_commit(session=session, repository=case.repository, commit=result.commit)
+    candidate = ensure_candidate(session=session, base=commit, patches=result.patches)
+    run = _build_run(result, key=key, digest=digest, source=source)
+    run.case = case
+    run.hardware_kind = kind
+    run.candidate = candidate
+    run.commit = commit
+    try:
+        with session.begin_nested():
+            session.add(run)
+            session.flush()
+    except IntegrityError:
+        # A concurrent upload with the same key won the race; answer with its run.
+        existing = _find_by_key(session=session, key=key, digest=digest)
+        if existing is None:
+            raise
+        return IngestOutcome(run=existing, created=False)
+    return IngestOutcome(run=run, created=True)
+
+
+def _find_by_key(*, session: Session, key: str, digest: str) -> Run | None:
+    run = session.scalar(select(Run).where(Run.idempotency_key == key))
+    if run is not None and run.payload_digest != digest:
+        raise Conflict(f"idempotency_key {key!r} was already used for a different result (run {run.id})")
+    return run
+
+
+def _build_run(result: ResultIn, *, key: str, digest: str, source: RunSource) -> Run:
+    run = Run(
+        idempotency_key=key,
+        payload_digest=digest,
+        source=source,
+        status=RunStatus(result.status),
+        failure_reason=result.failure_reason,
+        denoise_stage_ms=result.denoise_stage_ms,
+        e2e_ms=result.e2e_ms,
+        peak_memory_mb=result.peak_memory_mb,
+        graph_breaks=result.compile.graph_breaks,
+        recompiles=result.compile.recompiles,
+        unique_graphs=result.compile.unique_graphs,
+        frames_compiled=result.compile.frames_compiled,
+        requests_seen=result.requests_seen,
+        warmup_requests=result.warmup_requests,
+        warnings=list(result.warnings),
+        sources=list(result.sources),
+        measured_at=result.measured_at,
+        stages=[
+            RunStage(position=position, name=stage.name, duration_ms=stage.duration_ms)
+            for position, stage in enumerate(result.stages)
+        ],
+        artifacts=RunArtifacts(
+            step_times_ms=list(result.step_times_ms),
+            environment=result.environment,
+            command=result.command,
+            raw_log=result.raw_log,
+            perf_dump=result.perf_dump,
+        ),
+    )
+    if result.status == "ok":
+        _fill_step_summary(run, result)
+    return run
+
+
+def _fill_step_summary(run: Run, result: ResultIn) -> None:
+    if result.step_times_ms:
+        summary = summarize_steps(result.step_times_ms)
+        run.denoise_step_ms = summary.median_ms
+        run.denoise_step_basis = "median"
+        run.denoise_step_count = summary.count
+        run.denoise_step_median_ms = summary.median_ms
+        run.denoise_step_mean_ms = summary.mean_ms
+        run.denoise_step_first_ms = summary.first_ms
+        run.denoise_step_steady_ms = summary.steady_ms
+        run.denoise_step_iqr_ms = summary.iqr_ms
+        return
+    # Only the log's average is known: it is the value of record, and the run says so.
+    run.denoise_step_ms = result.denoise_step_mean_ms
+    run.denoise_step_basis = "mean"
+    run.denoise_step_count = result.denoise_step_count
+    run.denoise_step_mean_ms = result.denoise_step_mean_ms
+
+
+def log_digest(text: str) -> str:
+    """Short SHA-256 of a log, used to build import idempotency keys."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]

@@ -1,0 +1,159 @@
+"""Pydantic shapes of what perftrack accepts and returns; ORM classes stay apart from these.
+
+The same :class:`ResultIn` validates an upload over HTTP and an ``import-log`` written straight
+to the database, so both refuse bad input with the same message naming the field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+SHA_PATTERN = re.compile(r"^[0-9a-f]{7,40}$")
+PATCH_REF_PATTERN = re.compile(r"^(?:[0-9a-f]{7,40}|refs/pull/\d+/head|#\d+)$")
+
+PositiveMs = Annotated[float, Field(gt=0, allow_inf_nan=False, le=1e9)]
+NonNegativeMs = Annotated[float, Field(ge=0, allow_inf_nan=False, le=1e10)]
+Count = Annotated[int, Field(ge=0, le=10_000_000)]
+
+
+def _sha(value: str) -> str:
+    value = value.strip().lower()
+    if not SHA_PATTERN.match(value):
+        raise ValueError("must be a git commit sha: 7 to 40 hexadecimal digits")
+    return value
+
+
+def _aware(value: dt.datetime) -> dt.datetime:
+    if value.tzinfo is None:
+        raise ValueError("must include a timezone offset, e.g. 2026-03-01T12:00:00Z")
+    return value.astimezone(dt.UTC)
+
+
+Sha = Annotated[str, AfterValidator(_sha)]
+AwareDatetime = Annotated[dt.datetime, AfterValidator(_aware)]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class CommitIn(_In):
+    """The commit a result measured (the candidate's base)."""
+
+    sha: Sha
+    committed_at: AwareDatetime | None = Field(default=None, description="committer time, with offset")
+    title: Annotated[str, Field(max_length=512)] = ""
+    author_name: Annotated[str, Field(max_length=255)] = ""
+    author_email: Annotated[str, Field(max_length=255)] = ""
+    branch: Annotated[str, Field(max_length=255)] | None = None
+    parents: Annotated[list[Sha], Field(max_length=64)] = []
+
+
+class StageIn(_In):
+    """One pipeline stage time."""
+
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    duration_ms: NonNegativeMs
+
+
+class CompileCounters(_In):
+    """torch.compile / Dynamo counters of the run, when known."""
+
+    graph_breaks: Count | None = None
+    recompiles: Count | None = None
+    unique_graphs: Count | None = None
+    frames_compiled: Count | None = None
+
+
+class ResultIn(_In):
+    """One benchmark result made outside a job (an import), as ``POST /api/v1/results`` takes it.
+
+    A successful result needs per-step times or the log's reported average step time; the value
+    of record is the median of the step times when they are known, else that average.
+    """
+
+    case: Annotated[str, Field(min_length=1, max_length=128, description="case slug")]
+    hardware: Annotated[str, Field(min_length=1, max_length=64)]
+    commit: CommitIn
+    patches: Annotated[list[str], Field(max_length=64)] = Field(
+        default_factory=list, description="refs stacked on the commit: shas or refs/pull/N/head"
+    )
+    idempotency_key: (
+        Annotated[str, Field(min_length=8, max_length=128, pattern=r"^[A-Za-z0-9_.:\-]+$")] | None
+    ) = None
+    status: Literal["ok", "failed"] = "ok"
+    failure_reason: Annotated[str, Field(max_length=4000)] | None = None
+    step_times_ms: list[PositiveMs] = Field(
+        default_factory=list, description="per denoise step, step 0 first"
+    )
+    denoise_step_count: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    denoise_step_mean_ms: PositiveMs | None = Field(default=None, description="average reported by the log")
+    denoise_stage_ms: PositiveMs | None = None
+    stages: Annotated[list[StageIn], Field(max_length=256)] = []
+    e2e_ms: PositiveMs | None = None
+    peak_memory_mb: Annotated[float, Field(gt=0, allow_inf_nan=False, le=1e8)] | None = None
+    compile: CompileCounters = CompileCounters()
+    requests_seen: Count = 0
+    warmup_requests: Count = 0
+    warnings: Annotated[list[Annotated[str, Field(max_length=2000)]], Field(max_length=200)] = []
+    sources: Annotated[list[Annotated[str, Field(max_length=32)]], Field(max_length=8)] = []
+    environment: dict[str, Any] = Field(default_factory=dict)
+    command: Annotated[str, Field(max_length=20_000)] = ""
+    raw_log: str = ""
+    perf_dump: dict[str, Any] | None = None
+    measured_at: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ResultIn:
+        for index, ref in enumerate(self.patches):
+            if not PATCH_REF_PATTERN.match(ref):
+                raise ValueError(f"patches[{index}]: {ref!r} is neither a commit sha nor refs/pull/N/head")
+        if self.status == "ok":
+            if self.failure_reason:
+                raise ValueError("failure_reason: only a failed result has a failure reason")
+            if not self.step_times_ms and self.denoise_step_mean_ms is None:
+                raise ValueError(
+                    "step_times_ms: empty, and no denoise_step_mean_ms either; "
+                    "a successful result needs per-step times or the average step time"
+                )
+            if (
+                self.step_times_ms
+                and self.denoise_step_count is not None
+                and self.denoise_step_count != len(self.step_times_ms)
+            ):
+                raise ValueError(
+                    f"denoise_step_count: {self.denoise_step_count} but step_times_ms has "
+                    f"{len(self.step_times_ms)} values"
+                )
+        elif not self.failure_reason:
+            raise ValueError("failure_reason: a failed result must say why it failed")
+        return self
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical payload (without the idempotency key)."""
+        canonical = json.dumps(
+            self.model_dump(mode="json", exclude={"idempotency_key"}), sort_keys=True, separators=(",", ":")
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def validation_message(error: ValidationError) -> str:
+    """One readable line per problem, each naming its field (``step_times_ms[3]: ...``)."""
+    lines = []
+    for problem in error.errors(include_url=False):
+        location = [part for part in problem["loc"] if part != "body"]
+        field = ""
+        for part in location:
+            field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        if re.match(r"^[a-z_\[\]0-9.]+: ", message):  # model-level message already names its field
+            lines.append(message)
+        else:
+            lines.append(f"{field or 'body'}: {message}")
+    return "; ".join(lines)

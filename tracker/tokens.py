@@ -1,0 +1,104 @@
+"""Bearer tokens: created once and shown once, stored as SHA-256, compared in constant time.
+
+Tokens are 256-bit random secrets, so a plain SHA-256 is the right hash (a slow password hash
+buys nothing against guessing). The lookup goes by the hash's unique index; the final check
+uses :func:`hmac.compare_digest` so the comparison itself leaks no timing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.errors import AuthError, Conflict, Forbidden, InvalidInput, NotFound
+from tracker.models import ApiToken, TokenRole, utcnow
+
+TOKEN_PREFIX = "pt_"  # noqa: S105 - a visible marker, not a secret
+_TOKEN_SHAPE = re.compile(r"^pt_[A-Za-z0-9_\-]{43}$")
+_NAME_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A new token: ``secret`` is shown to the user once and never stored."""
+
+    token: ApiToken
+    secret: str
+
+
+def hash_token(secret: str) -> str:
+    """Hex SHA-256 of a token secret."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_token(*, session: Session, name: str, role: TokenRole, secret: str | None = None) -> IssuedToken:
+    """Create a token; ``secret`` lets the admin bootstrap install a configured value."""
+    if not _NAME_SHAPE.match(name):
+        raise InvalidInput("name", "use 1-128 letters, digits, '.', '_', '-' or '@'")
+    if session.scalar(select(ApiToken).where(ApiToken.name == name)) is not None:
+        raise Conflict(f"a token named {name!r} already exists; revoke it or choose another name")
+    secret = secret or TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(name=name, role=role, token_hash=hash_token(secret), prefix=secret[:8])
+    session.add(token)
+    session.flush()
+    return IssuedToken(token=token, secret=secret)
+
+
+def ensure_bootstrap_admin(*, session: Session, secret: str) -> ApiToken:
+    """Make sure the configured admin token exists (idempotent across restarts)."""
+    digest = hash_token(secret)
+    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+    if token is not None:
+        return token
+    name = "bootstrap-admin"
+    existing = session.scalar(select(ApiToken).where(ApiToken.name == name))
+    if existing is not None and existing.revoked_at is None:
+        # The configured secret changed: retire the old bootstrap token.
+        existing.revoked_at = utcnow()
+        existing.name = f"{name}-revoked-{existing.id}"
+        session.flush()
+    return create_token(session=session, name=name, role=TokenRole.ADMIN, secret=secret).token
+
+
+def authenticate(*, session: Session, secret: str | None, required: TokenRole) -> ApiToken:
+    """The active token for ``secret`` with at least the ``required`` role, or an error."""
+    if not secret:
+        raise AuthError("missing bearer token")
+    if len(secret) > 256:
+        raise AuthError("malformed bearer token")
+    digest = hash_token(secret)
+    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+    if token is None or not hmac.compare_digest(token.token_hash, digest):
+        raise AuthError("unknown bearer token")
+    if token.revoked_at is not None:
+        raise AuthError("this token has been revoked")
+    if required is TokenRole.ADMIN and token.role is not TokenRole.ADMIN:
+        raise Forbidden("this action needs an admin token")
+    token.last_used_at = utcnow()
+    return token
+
+
+def revoke_token(*, session: Session, name: str) -> ApiToken:
+    """Revoke a token by name; it stops working at once."""
+    token = session.scalar(select(ApiToken).where(ApiToken.name == name))
+    if token is None:
+        raise NotFound(f"no token named {name!r}")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+    return token
+
+
+def list_tokens(*, session: Session) -> list[ApiToken]:
+    """Every token, newest first (hashes only; secrets are never stored)."""
+    return list(session.scalars(select(ApiToken).order_by(ApiToken.created_at.desc(), ApiToken.id.desc())))
+
+
+def looks_like_token(secret: str) -> bool:
+    """Whether a string has the shape of a perftrack-issued token."""
+    return bool(_TOKEN_SHAPE.match(secret))
