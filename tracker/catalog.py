@@ -116,10 +116,16 @@ def _sync_case(
     case.repository = repository
     case.threshold_pct = spec.threshold_pct
     case.timeout_s = spec.timeout_s
-    case.hardware = [
-        CaseHardware(hardware_kind=kinds[name], threshold_pct=spec.thresholds.get(name))
-        for name in spec.hardware
-    ]
+    # Reconcile in place: replacing the list would insert new rows before deleting old ones.
+    existing = {entry.hardware_kind.name: entry for entry in case.hardware}
+    for name, entry in existing.items():
+        if name not in spec.hardware:
+            case.hardware.remove(entry)
+    for name in spec.hardware:
+        if name in existing:
+            existing[name].threshold_pct = spec.thresholds.get(name)
+        else:
+            case.hardware.append(CaseHardware(hardware_kind=kinds[name], threshold_pct=spec.thresholds.get(name)))
     session.flush()
 
 
@@ -151,3 +157,8 @@ def list_current_cases(*, session: Session) -> list[Case]:
     return list(
         session.scalars(select(Case).where(Case.is_current.is_(True)).order_by(Case.suite, Case.slug)).all()
     )
+
+
+def list_hardware_kinds(*, session: Session) -> list[HardwareKind]:
+    """Every hardware kind, by name."""
+    return list(session.scalars(select(HardwareKind).order_by(HardwareKind.name)))

@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -143,17 +144,24 @@ class ResultIn(_In):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def validation_message(error: ValidationError) -> str:
-    """One readable line per problem, each naming its field (``step_times_ms[3]: ...``)."""
+_NAMES_ITS_FIELD = re.compile(r"^[a-z_][a-z0-9_\[\].]*: ")
+
+
+def describe_errors(problems: Sequence[Mapping[str, Any]]) -> str:
+    """One readable clause per problem, each naming its field (``step_times_ms[3]: ...``)."""
     lines = []
-    for problem in error.errors(include_url=False):
-        location = [part for part in problem["loc"] if part != "body"]
+    for problem in problems:
         field = ""
-        for part in location:
+        for part in problem.get("loc", ()):
+            if part in ("body", "query", "path"):
+                continue
             field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
-        message = str(problem["msg"]).removeprefix("Value error, ")
-        if re.match(r"^[a-z_\[\]0-9.]+: ", message):  # model-level message already names its field
-            lines.append(message)
-        else:
-            lines.append(f"{field or 'body'}: {message}")
-    return "; ".join(lines)
+        message = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
+        # A model-level check already starts with the field it is about.
+        lines.append(message if _NAMES_ITS_FIELD.match(message) else f"{field or 'body'}: {message}")
+    return "; ".join(lines) or "invalid input"
+
+
+def validation_message(error: ValidationError) -> str:
+    """:func:`describe_errors` for a pydantic ``ValidationError``."""
+    return describe_errors(error.errors(include_url=False))

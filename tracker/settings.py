@@ -46,6 +46,11 @@ class Settings(BaseSettings):
     # Bootstrap: when set, an admin token with this value exists (hashed) after start-up.
     admin_token: SecretStr | None = None
 
+    # Client side (import-log --server, the runner): where the tracker is and the token to use.
+    server_url: str | None = None
+    token: SecretStr | None = None
+    http_timeout_s: float = Field(default=30.0, gt=0)
+
     # Limits: requests over them are refused with 413, never half-stored.
     max_request_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     max_log_bytes: int = Field(default=8 * 1024 * 1024, gt=0)

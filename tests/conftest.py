@@ -1,0 +1,110 @@
+"""Test fixtures: a real database (SQLite by default, PostgreSQL with PERFTRACK_TEST_DATABASE_URL),
+migrated by Alembic, each test isolated in a transaction that is rolled back."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from tracker import db
+from tracker.catalog import sync_suites
+from tracker.models import TokenRole
+from tracker.settings import Settings
+from tracker.suites import load_suites
+from tracker.tokens import create_token
+from web.app import create_app
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+SUITES = ROOT / "suites"
+PG_URL_ENV = "PERFTRACK_TEST_DATABASE_URL"
+
+
+def database_url(tmp_root: Path) -> str:
+    """The database the suite runs against."""
+    return os.environ.get(PG_URL_ENV) or f"sqlite:///{tmp_root / 'perftrack-test.db'}"
+
+
+@pytest.fixture(scope="session")
+def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return database_url(tmp_path_factory.mktemp("db"))
+
+
+@pytest.fixture(scope="session")
+def is_postgres(db_url: str) -> bool:
+    return db_url.startswith("postgres")
+
+
+@pytest.fixture(scope="session")
+def engine(db_url: str) -> Iterator[Engine]:
+    """A database migrated from empty to head, with the shipped suites synced."""
+    url = Settings(database_url=db_url).effective_database_url
+    engine = db.make_engine(url)
+    if db.current_revision(engine) is not None:
+        db.downgrade(url, "base")  # a previous run's leftovers
+    db.upgrade(url)
+    with db.session_scope(db.make_session_factory(engine)) as session:
+        sync_suites(session=session, suites=load_suites(SUITES))
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def connection(engine: Engine) -> Iterator[Connection]:
+    """A connection inside a transaction that is rolled back after the test."""
+    with engine.connect() as connection:
+        transaction = connection.begin()
+        yield connection
+        transaction.rollback()
+
+
+@pytest.fixture
+def sessions(connection: Connection) -> sessionmaker[Session]:
+    """Sessions whose commits become savepoints of the test's transaction."""
+    return sessionmaker(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
+
+
+@pytest.fixture
+def session(sessions: sessionmaker[Session]) -> Iterator[Session]:
+    with sessions() as session:
+        yield session
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> Settings:
+    return Settings(
+        database_url=db_url,
+        data_dir=tmp_path,
+        suite_dir=SUITES,
+        max_request_bytes=2 * 1024 * 1024,
+        max_log_bytes=1024 * 1024,
+        environment="test",
+    )
+
+
+@pytest.fixture
+def client(settings: Settings, engine: Engine, sessions: sessionmaker[Session]) -> Iterator[TestClient]:
+    """The app on the test's transaction (no start-up migration: the engine fixture did it)."""
+    app = create_app(settings, engine, sessions=sessions, prepare=False)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def runner_token(session: Session) -> str:
+    issued = create_token(session=session, name="test-runner", role=TokenRole.RUNNER)
+    session.commit()
+    return issued.secret
+
+
+@pytest.fixture
+def admin_token(session: Session) -> str:
+    issued = create_token(session=session, name="test-admin", role=TokenRole.ADMIN)
+    session.commit()
+    return issued.secret

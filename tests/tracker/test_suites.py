@@ -1,0 +1,123 @@
+"""Suite files: the shipped suite loads; every kind of mistake names file, line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tests.conftest import SUITES
+from tracker.catalog import sync_suites
+from tracker.errors import SuiteError
+from tracker.models import Case
+from tracker.suites import load_suite, load_suites, parse_suite
+
+SHIPPED = (SUITES / "sglang-diffusion.toml").read_text()
+
+
+def test_shipped_suite_has_the_maintainers_cases() -> None:
+    suite = load_suite(SUITES / "sglang-diffusion.toml")
+    cases = {case.slug: case for case in suite.cases}
+    qwen = cases["qwen-image-t2i-1024"]
+    assert qwen.model == "Qwen/Qwen-Image-2512"
+    assert qwen.params["width"] == qwen.params["height"] == 1024
+    assert qwen.params["num-inference-steps"] == 50
+    assert qwen.params["guidance-scale"] == 4.0
+    assert qwen.params["seed"] == 42
+    assert qwen.flags["enable-torch-compile"] is True
+    assert qwen.flags["warmup"] is True
+    assert qwen.flags["dit-cpu-offload"] == "false"
+    assert qwen.hardware == ["H200"]
+    assert qwen.threshold_pct == 2.0
+    wan = cases["wan2.2-t2v-a14b"]
+    assert (wan.params["num-frames"], wan.params["num-inference-steps"], wan.num_gpus) == (81, 40, 8)
+    assert wan.flags["ulysses-degree"] == 4 and wan.flags["enable-cfg-parallel"] is True
+    assert cases["wan2.1-t2v-1.3b"].model == "Wan-AI/Wan2.1-T2V-1.3B-Diffusers"
+    hunyuan = cases["hunyuanvideo-t2v-480p"]
+    assert (hunyuan.params["width"], hunyuan.params["height"], hunyuan.params["num-frames"]) == (848, 480, 65)
+    served = [case for case in suite.cases if case.mode == "serve"]
+    assert {case.model for case in served} == {
+        "Qwen/Qwen-Image-2.1",
+        "black-forest-labs/FLUX.1-dev",
+        "Tongyi-MAI/Z-Image-Turbo",
+    }
+    assert all(case.hardware == ["GB300"] and case.flags["tp-size"] == 2 for case in served)
+    assert all(case.threshold_pct <= 3.0 for case in suite.cases)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "field", "message"),
+    [
+        ("width = 848", "width = -5", 129, "cases[3].params.width", "greater than 0"),
+        ('slug = "wan2.1-t2v-1.3b"', 'slug = "wan2.2-t2v-a14b"', 88, "cases[2].slug", "duplicate case slug"),
+        ("threshold_pct = 3.0", "threshold_pct = 0", None, "cases[6].threshold_pct", "greater than 0"),
+        ('hardware = ["GB300"]\nnum_gpus = 2\n# Nine', 'hardware = ["B200"]\nnum_gpus = 2\n# Nine', None,
+         "cases[6].hardware", "unknown hardware kind 'B200'"),
+        ("enable-cfg-parallel = true", "enable-cfg-parallel = [1]", 80, "cases[1].flags.enable-cfg-parallel", "valid"),
+        ('task = "t2v"\nhardware = ["H200"]\nnum_gpus = 8', 'task = "video"\nhardware = ["H200"]\nnum_gpus = 8', 63,
+         "cases[1].task", "'t2i'"),
+        ("[suite]", "[suite", 7, None, "not valid TOML"),
+    ],
+)
+def test_malformed_suite_names_file_line_and_field(
+    old: str, new: str, line: int | None, field: str | None, message: str
+) -> None:
+    assert old in SHIPPED
+    with pytest.raises(SuiteError) as caught:
+        parse_suite(SHIPPED.replace(old, new, 1), "suites/broken.toml")
+    error = caught.value
+    assert error.path == "suites/broken.toml"
+    if line is not None:
+        assert error.line == line
+    else:
+        assert error.line is not None
+    assert error.field == field
+    assert message in error.message
+    assert str(error).startswith(f"suites/broken.toml:{error.line}")
+
+
+def test_missing_required_field_points_at_its_table() -> None:
+    broken = SHIPPED.replace("seed = 42\n\n[cases.flags]\ndit-layerwise", "\n[cases.flags]\ndit-layerwise", 1)
+    with pytest.raises(SuiteError) as caught:
+        parse_suite(broken, "x.toml")
+    assert caught.value.field == "cases[3].params.seed"
+    assert caught.value.message.startswith("required field is missing")
+    assert caught.value.line is not None
+    assert "[cases.params]" in broken.splitlines()[caught.value.line - 1]
+
+
+def test_threshold_override_must_name_a_hardware_of_the_case() -> None:
+    broken = SHIPPED.replace("thresholds = { GB300 = 2.0 }", "thresholds = { H200 = 2.0 }")
+    with pytest.raises(SuiteError, match="not in this case's hardware list"):
+        parse_suite(broken, "x.toml")
+
+
+def test_unreadable_suite_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(SuiteError, match="cannot read suite file"):
+        load_suite(path)
+
+
+def test_changed_parameter_is_a_new_case_version(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "suite.toml").write_text(SHIPPED.replace("num-inference-steps = 50", "num-inference-steps = 40", 1))
+    report = sync_suites(session=session, suites=load_suites(tmp_path))
+    assert report.new_versions == ["qwen-image-t2i-1024"]
+    versions = session.scalars(select(Case).where(Case.slug == "qwen-image-t2i-1024").order_by(Case.version)).all()
+    assert [(case.version, case.is_current) for case in versions] == [(1, False), (2, True)]
+    assert versions[1].params["num-inference-steps"] == 40
+    # Going back to the original parameters makes version 1 current again, no third version.
+    report = sync_suites(session=session, suites=load_suites(SUITES))
+    versions = session.scalars(select(Case).where(Case.slug == "qwen-image-t2i-1024").order_by(Case.version)).all()
+    assert [(case.version, case.is_current) for case in versions] == [(1, True), (2, False)]
+
+
+def test_threshold_change_updates_in_place(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "suite.toml").write_text(SHIPPED.replace("threshold_pct = 3.0", "threshold_pct = 2.5", 1))
+    report = sync_suites(session=session, suites=load_suites(tmp_path))
+    assert report.updated == ["z-image-turbo-serve-gb300"]
+    assert report.new_versions == []
+    case = session.scalar(select(Case).where(Case.slug == "z-image-turbo-serve-gb300", Case.is_current.is_(True)))
+    assert case is not None and case.threshold_for("GB300") == 2.5

@@ -1,0 +1,1 @@
+"""JSON API routers, one module per resource."""

@@ -1,0 +1,17 @@
+"""Hardware kinds."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from tracker.catalog import list_hardware_kinds
+from web.deps import SessionDep
+from web.schemas import HardwareOut, hardware_out
+
+router = APIRouter(prefix="/hardware", tags=["hardware"])
+
+
+@router.get("", response_model=list[HardwareOut])
+def list_hardware(session: SessionDep) -> list[HardwareOut]:
+    """Every hardware kind perftrack knows."""
+    return [hardware_out(kind) for kind in list_hardware_kinds(session=session)]

@@ -1,0 +1,14 @@
+"""The /api/v1 router: includes one router per resource and nothing else."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from web.api import cases, hardware, results, runs, series
+
+api_router = APIRouter(prefix="/api/v1")
+api_router.include_router(cases.router)
+api_router.include_router(hardware.router)
+api_router.include_router(series.router)
+api_router.include_router(runs.router)
+api_router.include_router(results.router)

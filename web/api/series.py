@@ -1,0 +1,29 @@
+"""Series: one case on one hardware kind, one metric, runs in commit order."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from tracker.queries import parse_metric, series
+from web.deps import SessionDep, SettingsDep
+from web.schemas import SeriesOut
+
+router = APIRouter(prefix="/series", tags=["series"])
+
+
+@router.get("/{case}/{hardware}", response_model=SeriesOut, responses={404: {"description": "No such case"}})
+def get_series(
+    case: str,
+    hardware: str,
+    session: SessionDep,
+    settings: SettingsDep,
+    metric: str = "denoise_step_ms",
+    limit: Annotated[int | None, Query(ge=1, description="newest runs to return")] = None,
+) -> SeriesOut:
+    """Series points ordered by commit time, each with run id, commit, value and change vs the previous."""
+    cap = min(limit or settings.series_default_limit, settings.max_page_size)
+    return SeriesOut.of(
+        series(session=session, case_slug=case, hardware=hardware, metric=parse_metric(metric), limit=cap)
+    )

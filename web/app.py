@@ -1,0 +1,122 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from fastapi import FastAPI, Response
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from tracker import db
+from tracker.catalog import sync_suites
+from tracker.errors import PerftrackError
+from tracker.settings import Settings, get_settings
+from tracker.suites import load_suites
+from tracker.tokens import ensure_bootstrap_admin
+from web.api.main import api_router
+from web.errors import install_error_handlers
+from web.limits import BodySizeLimit
+from web.pages.main import pages_router
+from web.schemas import Health
+from web.state import AppState
+
+logger = logging.getLogger("perftrack.web")
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+
+def perftrack_version() -> str:
+    """The installed package version."""
+    try:
+        return version("perftrack")
+    except PackageNotFoundError:  # running from a source tree without installing
+        return "0+unknown"
+
+
+def prepare_database(settings: Settings, engine: Engine) -> None:
+    """Bring the schema to head (SQLite only), refuse a stale PostgreSQL, sync suites, bootstrap."""
+    head = db.head_revision()
+    if settings.is_sqlite:
+        if db.current_revision(engine) != head:
+            db.upgrade(settings.effective_database_url)
+    elif db.current_revision(engine) != head:
+        raise PerftrackError(
+            f"database schema is at {db.current_revision(engine)}, this perftrack needs {head}: "
+            "run `perftrack db upgrade` first"
+        )
+    sessions = db.make_session_factory(engine)
+    with db.session_scope(sessions) as session:
+        if settings.suite_dir.is_dir():
+            report = sync_suites(session=session, suites=load_suites(settings.suite_dir))
+            if report.created or report.new_versions:
+                logger.info(
+                    "suites: %d new cases, %d new versions", len(report.created), len(report.new_versions)
+                )
+        if settings.admin_token is not None:
+            ensure_bootstrap_admin(session=session, secret=settings.admin_token.get_secret_value())
+
+
+def create_app(
+    settings: Settings | None = None,
+    engine: Engine | None = None,
+    *,
+    sessions: sessionmaker[Session] | None = None,
+    prepare: bool = True,
+) -> FastAPI:
+    """Build the app; ``prepare`` migrates (SQLite) and syncs suites at start-up.
+
+    ``sessions`` lets tests run every request inside one rolled-back transaction.
+    """
+    settings = settings or get_settings()
+    engine = engine or db.make_engine(settings.effective_database_url)
+    state = AppState(settings=settings, engine=engine, sessions=sessions or db.make_session_factory(engine))
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if prepare:
+            prepare_database(settings, engine)
+        yield
+
+    app = FastAPI(
+        title="perftrack",
+        summary="Performance tracking for diffusion-model pull requests",
+        version=perftrack_version(),
+        lifespan=lifespan,
+    )
+    app.state.perftrack = state
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.include_router(api_router)
+    app.include_router(pages_router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        tags=["health"],
+        responses={503: {"description": "Database unreachable"}},
+    )
+    def healthz(response: Response) -> Health:
+        """Liveness and database reachability (503 when the database cannot be reached)."""
+        try:
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+            revision = db.current_revision(engine)
+            database = "ok"
+        except Exception:  # a health check reports, it does not raise
+            logger.warning("health check: database unreachable", exc_info=True)
+            revision, database = None, "unreachable"
+            response.status_code = 503
+        return Health(
+            status="ok" if database == "ok" else "degraded",
+            database=database,
+            schema_revision=revision,
+            version=perftrack_version(),
+        )
+
+    return app

@@ -1,0 +1,31 @@
+"""The ``perftrack`` command line (typer): one app, one module per command family."""
+
+from __future__ import annotations
+
+import typer
+
+from web.cli import db_cmd, logs_cmd, serve_cmd, suites_cmd, token_cmd
+
+app = typer.Typer(
+    name="perftrack",
+    help=(
+        "Performance tracking for diffusion-model pull requests.\n\n"
+        "Imports `sglang generate` logs and perf dumps, stores every denoise step time, and shows each "
+        "case × hardware series in a web dashboard. Configuration comes from PERFTRACK_* environment "
+        "variables (PERFTRACK_DATABASE_URL, PERFTRACK_ADMIN_TOKEN, ...)."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+    pretty_exceptions_enable=False,
+)
+app.add_typer(db_cmd.app, name="db")
+app.add_typer(token_cmd.app, name="token")
+app.add_typer(suites_cmd.app, name="suites")
+app.command("serve")(serve_cmd.serve)
+app.command("parse-log")(logs_cmd.parse_log)
+app.command("import-log")(logs_cmd.import_log)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

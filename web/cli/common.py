@@ -1,0 +1,54 @@
+"""Shared CLI plumbing: settings, database access, error reporting."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from sqlalchemy.orm import Session
+
+from tracker import db
+from tracker.errors import PerftrackError
+from tracker.settings import Settings, get_settings
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print an error in red on stderr and exit."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def settings() -> Settings:
+    """The validated settings, or a clean exit naming what is wrong."""
+    try:
+        return get_settings()
+    except ValueError as error:
+        fail(f"invalid configuration: {error}")
+
+
+@contextmanager
+def database_session(prepare: bool = True) -> Iterator[Session]:
+    """A session on the configured database, committed on success.
+
+    With ``prepare``, an SQLite database is migrated and the suites are synced first (as ``serve``
+    does); PostgreSQL must already be at the current schema (``perftrack db upgrade``).
+    """
+    config = settings()
+    engine = db.make_engine(config.effective_database_url)
+    try:
+        if prepare:
+            from web.app import prepare_database
+
+            prepare_database(config, engine)
+        with db.session_scope(db.make_session_factory(engine)) as session:
+            yield session
+    except PerftrackError as error:
+        fail(str(error))
+    finally:
+        engine.dispose()

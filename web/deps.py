@@ -1,0 +1,64 @@
+"""FastAPI dependencies as ``Annotated`` aliases; handlers declare what they need by type."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from tracker.models import ApiToken, TokenRole
+from tracker.settings import Settings
+from tracker.tokens import authenticate
+from web.state import AppState
+
+_bearer = HTTPBearer(auto_error=False, description="A perftrack token (perftrack token create)")
+
+
+def get_state(request: Request) -> AppState:
+    """The app's state, set up by ``create_app``."""
+    state: AppState = request.app.state.perftrack
+    return state
+
+
+def get_settings(state: Annotated[AppState, Depends(get_state)]) -> Settings:
+    """The validated settings."""
+    return state.settings
+
+
+def get_session(state: Annotated[AppState, Depends(get_state)]) -> Iterator[Session]:
+    """One session per request; handlers that write commit once, anything else is rolled back."""
+    session = state.sessions()
+    try:
+        yield session
+    finally:
+        session.rollback()
+        session.close()
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _token(session: Session, credentials: HTTPAuthorizationCredentials | None, role: TokenRole) -> ApiToken:
+    secret = credentials.credentials if credentials is not None else None
+    token = authenticate(session=session, secret=secret, required=role)
+    session.commit()  # record last_used_at even if the handler fails later
+    return token
+
+
+def require_runner(session: SessionDep, credentials: BearerDep) -> ApiToken:
+    """A valid runner or admin token."""
+    return _token(session, credentials, TokenRole.RUNNER)
+
+
+def require_admin(session: SessionDep, credentials: BearerDep) -> ApiToken:
+    """A valid admin token."""
+    return _token(session, credentials, TokenRole.ADMIN)
+
+
+RunnerTokenDep = Annotated[ApiToken, Depends(require_runner)]
+AdminTokenDep = Annotated[ApiToken, Depends(require_admin)]

@@ -1,0 +1,1 @@
+"""Server-rendered HTML pages (Jinja2), one module per page family."""

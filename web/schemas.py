@@ -1,0 +1,265 @@
+"""Response shapes of the JSON API (request shapes live in ``tracker.schemas``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel
+
+from tracker.models import Case, HardwareKind, Run
+from tracker.queries import Series
+
+
+class HardwareOut(BaseModel):
+    """A hardware kind."""
+
+    name: str
+    description: str
+
+
+class CaseHardwareOut(BaseModel):
+    """A hardware kind a case runs on, with the threshold that applies there."""
+
+    name: str
+    threshold_pct: float
+
+
+class CaseOut(BaseModel):
+    """The current version of a benchmark case."""
+
+    slug: str
+    version: int
+    suite: str
+    title: str
+    model: str
+    family: str
+    task: str
+    workload: str
+    mode: str
+    num_gpus: int
+    requests: int
+    threshold_pct: float
+    hardware: list[CaseHardwareOut]
+    params: dict[str, Any]
+    flags: dict[str, Any]
+
+    @classmethod
+    def of(cls, case: Case) -> CaseOut:
+        """From the ORM object."""
+        return cls(
+            slug=case.slug,
+            version=case.version,
+            suite=case.suite,
+            title=case.title,
+            model=case.model,
+            family=case.model_family,
+            task=case.task,
+            workload=str(case.workload),
+            mode=str(case.mode),
+            num_gpus=case.num_gpus,
+            requests=case.requests,
+            threshold_pct=case.threshold_pct,
+            hardware=[
+                CaseHardwareOut(name=name, threshold_pct=case.threshold_for(name))
+                for name in case.hardware_names
+            ],
+            params=dict(case.params),
+            flags=dict(case.flags),
+        )
+
+
+class CommitOut(BaseModel):
+    """A commit as series and runs show it."""
+
+    sha: str
+    title: str
+    author: str
+    committed_at: dt.datetime
+    committed_at_estimated: bool
+
+
+class SeriesPointOut(BaseModel):
+    """One run in a series."""
+
+    run_id: int
+    status: str
+    value: float | None
+    basis: str | None
+    change_pct: float | None
+    failure_reason: str | None
+    commit: CommitOut
+
+
+class SeriesOut(BaseModel):
+    """A case × hardware × metric series, runs in commit order (oldest first)."""
+
+    case: str
+    case_version: int
+    hardware: str
+    metric: str
+    unit: str
+    threshold_pct: float
+    total_runs: int
+    points: list[SeriesPointOut]
+
+    @classmethod
+    def of(cls, series: Series) -> SeriesOut:
+        """From the read model."""
+        return cls(
+            case=series.case.slug,
+            case_version=series.case.version,
+            hardware=series.hardware,
+            metric=str(series.metric),
+            unit=series.unit,
+            threshold_pct=series.threshold_pct,
+            total_runs=series.total,
+            points=[
+                SeriesPointOut(
+                    run_id=point.run_id,
+                    status=point.status,
+                    value=point.value,
+                    basis=point.basis,
+                    change_pct=point.change_pct,
+                    failure_reason=point.failure_reason,
+                    commit=CommitOut(
+                        sha=point.commit_sha,
+                        title=point.commit_title,
+                        author=point.commit_author,
+                        committed_at=point.committed_at,
+                        committed_at_estimated=point.committed_at_estimated,
+                    ),
+                )
+                for point in series.points
+            ],
+        )
+
+
+class StageOut(BaseModel):
+    """One stage time."""
+
+    name: str
+    duration_ms: float
+
+
+class PatchOut(BaseModel):
+    """A patch of a candidate."""
+
+    position: int
+    kind: str
+    ref: str
+    pr_number: int | None
+
+
+class RunOut(BaseModel):
+    """One run with its per-step times and stages (the log is at ``log_url``)."""
+
+    id: int
+    status: str
+    failure_reason: str | None
+    source: str
+    case: str
+    case_version: int
+    hardware: str
+    commit: CommitOut
+    candidate_label: str
+    patches: list[PatchOut]
+    denoise_step_ms: float | None
+    denoise_step_basis: str | None
+    denoise_step_count: int | None
+    denoise_step_mean_ms: float | None
+    denoise_step_median_ms: float | None
+    denoise_step_first_ms: float | None
+    denoise_step_steady_ms: float | None
+    denoise_stage_ms: float | None
+    e2e_ms: float | None
+    peak_memory_mb: float | None
+    compile: dict[str, int | None]
+    step_times_ms: list[float]
+    stages: list[StageOut]
+    warnings: list[str]
+    sources: list[str]
+    environment: dict[str, Any]
+    command: str
+    requests_seen: int
+    warmup_requests: int
+    measured_at: dt.datetime | None
+    created_at: dt.datetime
+    log_url: str
+
+    @classmethod
+    def of(cls, run: Run) -> RunOut:
+        """From the ORM object, with stages and artifacts loaded."""
+        commit = run.commit
+        return cls(
+            id=run.id,
+            status=str(run.status),
+            failure_reason=run.failure_reason,
+            source=str(run.source),
+            case=run.case.slug,
+            case_version=run.case.version,
+            hardware=run.hardware_kind.name,
+            commit=CommitOut(
+                sha=commit.sha,
+                title=commit.title,
+                author=commit.author_name,
+                committed_at=commit.committed_at,
+                committed_at_estimated=commit.committed_at_estimated,
+            ),
+            candidate_label=run.candidate.label,
+            patches=[
+                PatchOut(position=p.position, kind=str(p.kind), ref=p.ref, pr_number=p.pr_number)
+                for p in run.candidate.patches
+            ],
+            denoise_step_ms=run.denoise_step_ms,
+            denoise_step_basis=run.denoise_step_basis,
+            denoise_step_count=run.denoise_step_count,
+            denoise_step_mean_ms=run.denoise_step_mean_ms,
+            denoise_step_median_ms=run.denoise_step_median_ms,
+            denoise_step_first_ms=run.denoise_step_first_ms,
+            denoise_step_steady_ms=run.denoise_step_steady_ms,
+            denoise_stage_ms=run.denoise_stage_ms,
+            e2e_ms=run.e2e_ms,
+            peak_memory_mb=run.peak_memory_mb,
+            compile={
+                "graph_breaks": run.graph_breaks,
+                "recompiles": run.recompiles,
+                "unique_graphs": run.unique_graphs,
+                "frames_compiled": run.frames_compiled,
+            },
+            step_times_ms=[float(value) for value in run.artifacts.step_times_ms],
+            stages=[StageOut(name=stage.name, duration_ms=stage.duration_ms) for stage in run.stages],
+            warnings=[str(warning) for warning in run.warnings],
+            sources=[str(source) for source in run.sources],
+            environment=dict(run.artifacts.environment),
+            command=run.artifacts.command,
+            requests_seen=run.requests_seen,
+            warmup_requests=run.warmup_requests,
+            measured_at=run.measured_at,
+            created_at=run.created_at,
+            log_url=f"/api/v1/runs/{run.id}/log",
+        )
+
+
+class ResultCreated(BaseModel):
+    """Answer to ``POST /api/v1/results``."""
+
+    run_id: int
+    created: bool
+    status: str
+    denoise_step_ms: float | None
+    url: str
+
+
+class Health(BaseModel):
+    """Answer to ``GET /healthz``."""
+
+    status: str
+    database: str
+    schema_revision: str | None
+    version: str
+
+
+def hardware_out(kind: HardwareKind) -> HardwareOut:
+    """From the ORM object."""
+    return HardwareOut(name=kind.name, description=kind.description)

@@ -1,0 +1,19 @@
+"""Process-wide objects the app is built around: settings, engine, session factory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from tracker.settings import Settings
+
+
+@dataclass(frozen=True)
+class AppState:
+    """What every request needs, created once by :func:`web.app.create_app`."""
+
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
