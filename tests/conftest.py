@@ -108,3 +108,29 @@ def admin_token(session: Session) -> str:
     issued = create_token(session=session, name="test-admin", role=TokenRole.ADMIN)
     session.commit()
     return issued.secret
+
+
+@pytest.fixture
+def scratch_db_url(db_url: str, tmp_path: Path) -> Iterator[str]:
+    """An empty database of the backend under test, for tests that commit (CLI, servers, migrations).
+
+    SQLite: a new file. PostgreSQL: a new database on the same server, dropped afterwards.
+    """
+    if not db_url.startswith("postgres"):
+        yield f"sqlite:///{tmp_path / 'scratch.db'}"
+        return
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin_url = make_url(Settings(database_url=db_url).effective_database_url)
+    name = f"perftrack_scratch_{os.getpid()}_{abs(hash(tmp_path)) % 10**8}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from runners.parsing import parse_run
+from runners.payload import CommitInfo, import_key, result_payload
 
 
 def result_body(**overrides: Any) -> dict[str, Any]:
@@ -20,3 +24,32 @@ def result_body(**overrides: Any) -> dict[str, Any]:
     }
     body.update(overrides)
     return body
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "qwen-image-regression"
+REGRESSION = [
+    ("qwen_image_669a9bd.log", "669a9bd", "2026-05-18T09:00:00+00:00", "Baseline before the fused norm change"),
+    ("qwen_image_4739f2e.log", "4739f2e", "2026-05-19T09:00:00+00:00", "Fuse RMSNorm (torch._dynamo.disable)"),
+    ("qwen_image_fix.log", "9c1d5e2", "2026-05-21T09:00:00+00:00", "Fused norm as torch.library.custom_op"),
+]
+
+
+def regression_payloads(title_override: str | None = None) -> list[dict[str, Any]]:
+    """Upload bodies of the three Qwen-Image regression logs, parsed by the real parser."""
+    bodies = []
+    for log, sha, when, title in REGRESSION:
+        text = (EXAMPLES / log).read_text()
+        parsed = parse_run(text)
+        bodies.append(
+            result_payload(
+                parsed,
+                case="qwen-image-t2i-1024",
+                hardware="H200",
+                commit=CommitInfo(sha=sha, committed_at=when, title=title_override or title, author_name="A. Dev"),
+                idempotency_key=import_key(
+                    case="qwen-image-t2i-1024", hardware="H200", commit_sha=sha, patches=[], log_text=text, dump_text=""
+                ),
+                raw_log=text,
+            )
+        )
+    return bodies

@@ -125,7 +125,9 @@ def _sync_case(
         if name in existing:
             existing[name].threshold_pct = spec.thresholds.get(name)
         else:
-            case.hardware.append(CaseHardware(hardware_kind=kinds[name], threshold_pct=spec.thresholds.get(name)))
+            case.hardware.append(
+                CaseHardware(hardware_kind=kinds[name], threshold_pct=spec.thresholds.get(name))
+            )
     session.flush()
 
 

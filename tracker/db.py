@@ -11,17 +11,18 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+WRITE_OPTION = "perftrack_write"
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine configured for perftrack's use of the backend.
 
-    SQLite gets foreign keys, WAL (readers do not block the writer) and a busy timeout, and
-    transactions that start with ``BEGIN IMMEDIATE`` so a read-then-write never deadlocks.
+    SQLite gets foreign keys, WAL (readers do not block the writer), a busy timeout, and
+    ``BEGIN IMMEDIATE`` for sessions made by :func:`make_session_factory` with ``write=True``.
     """
     if url.startswith("sqlite"):
         if url not in ("sqlite://", "sqlite:///:memory:"):
@@ -45,12 +46,19 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Writers take the write lock up front, so a read-then-write transaction never fails
+        # half-way with SQLITE_BUSY; readers begin deferred and never wait for a writer (WAL).
+        immediate = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def make_session_factory(engine: Engine) -> sessionmaker[Session]:
-    """Sessions that keep loaded objects usable after commit (handlers render after committing)."""
-    return sessionmaker(bind=engine, expire_on_commit=False)
+def make_session_factory(engine: Engine, *, write: bool = True) -> sessionmaker[Session]:
+    """Sessions that keep loaded objects usable after commit (handlers render after committing).
+
+    ``write=False`` makes read-only sessions, which on SQLite never wait for the write lock.
+    """
+    bind = engine.execution_options(**{WRITE_OPTION: True}) if write else engine
+    return sessionmaker(bind=bind, expire_on_commit=False)
 
 
 @contextmanager
@@ -88,7 +96,12 @@ def downgrade(url: str, revision: str) -> None:
 def current_revision(engine: Engine) -> str | None:
     """The revision the database is at, or ``None`` for an empty database."""
     with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+        return current_revision_of(connection)
+
+
+def current_revision_of(connection: Connection) -> str | None:
+    """The revision seen through an open connection."""
+    return MigrationContext.configure(connection).get_current_revision()
 
 
 def head_revision() -> str | None:

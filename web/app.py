@@ -74,7 +74,12 @@ def create_app(
     """
     settings = settings or get_settings()
     engine = engine or db.make_engine(settings.effective_database_url)
-    state = AppState(settings=settings, engine=engine, sessions=sessions or db.make_session_factory(engine))
+    state = AppState(
+        settings=settings,
+        engine=engine,
+        sessions=sessions or db.make_session_factory(engine),
+        read_sessions=sessions or db.make_session_factory(engine, write=False),
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -104,9 +109,9 @@ def create_app(
     def healthz(response: Response) -> Health:
         """Liveness and database reachability (503 when the database cannot be reached)."""
         try:
-            with engine.connect() as connection:
-                connection.execute(text("SELECT 1"))
-            revision = db.current_revision(engine)
+            with state.read_sessions() as session:
+                session.execute(text("SELECT 1"))
+                revision = db.current_revision_of(session.connection())
             database = "ok"
         except Exception:  # a health check reports, it does not raise
             logger.warning("health check: database unreachable", exc_info=True)

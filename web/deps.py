@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from tracker.models import ApiToken, TokenRole
 from tracker.settings import Settings
@@ -29,8 +29,17 @@ def get_settings(state: Annotated[AppState, Depends(get_state)]) -> Settings:
 
 
 def get_session(state: Annotated[AppState, Depends(get_state)]) -> Iterator[Session]:
-    """One session per request; handlers that write commit once, anything else is rolled back."""
-    session = state.sessions()
+    """A read-only session for the request (never waits for a writer)."""
+    yield from _scoped(state.read_sessions)
+
+
+def get_write_session(state: Annotated[AppState, Depends(get_state)]) -> Iterator[Session]:
+    """A session for a request that writes; the handler commits once, anything else is rolled back."""
+    yield from _scoped(state.sessions)
+
+
+def _scoped(factory: sessionmaker[Session]) -> Iterator[Session]:
+    session = factory()
     try:
         yield session
     finally:
@@ -39,6 +48,7 @@ def get_session(state: Annotated[AppState, Depends(get_state)]) -> Iterator[Sess
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
+WriteSessionDep = Annotated[Session, Depends(get_write_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
@@ -50,12 +60,12 @@ def _token(session: Session, credentials: HTTPAuthorizationCredentials | None, r
     return token
 
 
-def require_runner(session: SessionDep, credentials: BearerDep) -> ApiToken:
+def require_runner(session: WriteSessionDep, credentials: BearerDep) -> ApiToken:
     """A valid runner or admin token."""
     return _token(session, credentials, TokenRole.RUNNER)
 
 
-def require_admin(session: SessionDep, credentials: BearerDep) -> ApiToken:
+def require_admin(session: WriteSessionDep, credentials: BearerDep) -> ApiToken:
     """A valid admin token."""
     return _token(session, credentials, TokenRole.ADMIN)
 

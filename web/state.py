@@ -16,4 +16,5 @@ class AppState:
 
     settings: Settings
     engine: Engine
-    sessions: sessionmaker[Session]
+    sessions: sessionmaker[Session]  # writers (SQLite: BEGIN IMMEDIATE)
+    read_sessions: sessionmaker[Session]  # readers, never blocked by a writer

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response, status
 
 from tracker.ingest import IngestLimits, ingest_result
 from tracker.schemas import ResultIn
-from web.deps import RunnerTokenDep, SessionDep, SettingsDep
+from web.deps import RunnerTokenDep, SettingsDep, WriteSessionDep
 from web.schemas import ResultCreated
 
 router = APIRouter(prefix="/results", tags=["results"])
@@ -25,7 +25,11 @@ router = APIRouter(prefix="/results", tags=["results"])
     },
 )
 def post_result(
-    result: ResultIn, response: Response, session: SessionDep, settings: SettingsDep, _token: RunnerTokenDep
+    result: ResultIn,
+    response: Response,
+    session: WriteSessionDep,
+    settings: SettingsDep,
+    _token: RunnerTokenDep,
 ) -> ResultCreated:
     """Store one result; posting it again with the same idempotency key stores nothing new."""
     limits = IngestLimits(max_log_bytes=settings.max_log_bytes, max_steps_per_run=settings.max_steps_per_run)

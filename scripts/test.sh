@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The whole check, as CI runs it: install, lint, type-check, migrations drift, tests on SQLite and
+# PostgreSQL, and the browser tests in Debian's Chromium.
+#   PERFTRACK_TEST_PG_URL   PostgreSQL to test against (default postgresql://postgres@127.0.0.1:5432/test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PG_URL=${PERFTRACK_TEST_PG_URL:-postgresql://postgres@127.0.0.1:5432/test}
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "install"
+bash scripts/bootstrap.sh
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "chromium is not installed: the browser tests will be skipped (apt-get install chromium)"
+  fi
+fi
+
+step "PostgreSQL"
+if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
+  if command -v pg_ctlcluster >/dev/null 2>&1; then
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start || true
+  fi
+  for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 1; done
+fi
+pg_isready -h 127.0.0.1 -p 5432
+
+export PATH="$PWD/.venv/bin:$PATH"
+
+step "ruff"
+ruff check .
+ruff format --check .
+
+step "mypy --strict"
+mypy
+
+step "alembic check (SQLite and PostgreSQL)"
+tmpdb=$(mktemp -d)
+PERFTRACK_DATABASE_URL="sqlite:///$tmpdb/check.db" perftrack db upgrade
+PERFTRACK_DATABASE_URL="sqlite:///$tmpdb/check.db" alembic check
+rm -rf "$tmpdb"
+PERFTRACK_DATABASE_URL="$PG_URL" perftrack db upgrade
+PERFTRACK_DATABASE_URL="$PG_URL" alembic check
+PERFTRACK_DATABASE_URL="$PG_URL" perftrack db downgrade base
+
+step "pytest on SQLite (with the browser tests)"
+pytest -q
+
+step "pytest on PostgreSQL"
+PERFTRACK_TEST_DATABASE_URL="$PG_URL" PERFTRACK_TEST_PG_URL="$PG_URL" pytest -q -m "not browser"

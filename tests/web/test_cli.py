@@ -1,0 +1,178 @@
+"""The perftrack CLI: parse-log, import-log (to the database and over HTTP), db, token, suites."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import ROOT, SUITES
+from tests.live import live_server
+from tracker import db
+from tracker.settings import Settings, get_settings
+from web.cli import app
+
+EXAMPLES = ROOT / "examples" / "qwen-image-regression"
+REGRESSION = [
+    ("qwen_image_669a9bd.log", "669a9bd", "2026-05-18T09:00:00Z", "Baseline"),
+    ("qwen_image_4739f2e.log", "4739f2e", "2026-05-19T09:00:00Z", "Fuse RMSNorm under torch._dynamo.disable"),
+    ("qwen_image_fix.log", "9c1d5e2", "2026-05-21T09:00:00Z", "Fused norm as torch.library.custom_op"),
+]
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def cli_env(scratch_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Point the CLI's settings at an empty scratch database."""
+    monkeypatch.setenv("PERFTRACK_DATABASE_URL", scratch_db_url)
+    monkeypatch.setenv("PERFTRACK_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("PERFTRACK_SUITE_DIR", str(SUITES))
+    monkeypatch.delenv("PERFTRACK_SERVER_URL", raising=False)
+    monkeypatch.delenv("PERFTRACK_TOKEN", raising=False)
+    get_settings.cache_clear()
+    if not scratch_db_url.startswith("sqlite"):
+        db.upgrade(scratch_db_url)  # PostgreSQL is never migrated implicitly
+    yield scratch_db_url
+    get_settings.cache_clear()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def import_regression(extra: list[str] | None = None) -> list[str]:
+    outputs = []
+    for log, sha, when, title in REGRESSION:
+        code, output = invoke(
+            "import-log", str(EXAMPLES / log), "--case", "qwen-image-t2i-1024", "--hardware", "H200",
+            "--commit", sha, "--commit-time", when, "--title", title, *(extra or []),
+        )
+        assert code == 0, output
+        outputs.append(output)
+    return outputs
+
+
+def test_parse_log_prints_what_would_be_stored() -> None:
+    code, output = invoke("parse-log", str(EXAMPLES / "qwen_image_4739f2e.log"))
+    assert code == 0, output
+    parsed = json.loads(output)
+    assert parsed["status"] == "ok"
+    assert parsed["denoise_step_count"] == 50
+    assert parsed["denoise_step_mean_ms"] == pytest.approx(287.6)
+    assert parsed["denoise_step_ms"] == pytest.approx(287.6)
+    assert parsed["denoise_stage_ms"] == pytest.approx(14384.3)
+    assert parsed["warmup_requests"] == 1
+    assert [stage["name"] for stage in parsed["stages"]][-2:] == ["DenoisingStage", "DecodingStage"]
+
+
+def test_parse_log_with_truncated_dump_is_a_clear_error(tmp_path: Path) -> None:
+    code, output = invoke(
+        "parse-log", str(EXAMPLES / "qwen_image_669a9bd.log"),
+        "--perf-dump", str(ROOT / "tests" / "data" / "sglang" / "perf_dump_truncated.json"),
+    )
+    assert code == 1
+    assert "perf_dump_truncated.json" in output and "truncated" in output
+
+
+def test_import_regression_into_the_database(cli_env: str) -> None:
+    outputs = import_regression()
+    assert "run 1 stored" in outputs[0] and "263.7 ms/step" in outputs[0]
+    assert "287.6 ms/step" in outputs[1]
+    assert "258.2 ms/step" in outputs[2]
+    # The same logs again: nothing new is stored.
+    again = import_regression()
+    assert all("already stored" in output for output in again)
+    get_settings.cache_clear()
+    settings = Settings(database_url=cli_env)
+    from tracker.queries import series
+
+    engine = db.make_engine(settings.effective_database_url)
+    with db.make_session_factory(engine)() as session:
+        data = series(session=session, case_slug="qwen-image-t2i-1024", hardware="H200")
+    engine.dispose()
+    assert [point.commit_sha for point in data.points] == ["669a9bd", "4739f2e", "9c1d5e2"]
+    assert [round(point.value or 0, 1) for point in data.points] == [263.7, 287.6, 258.2]
+    assert [None if p.change_pct is None else round(p.change_pct, 1) for p in data.points] == [None, 9.1, -10.2]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--case", "qwen-image", "--hardware", "H200", "--commit", "669a9bd"], "unknown case 'qwen-image'"),
+        (["--case", "qwen-image-t2i-1024", "--hardware", "A100", "--commit", "669a9bd"], "unknown hardware kind"),
+        (["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "zzzzzzz"], "commit.sha"),
+        (["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "669a9bd", "--commit-time", "yesterday"],
+         "--commit-time"),
+        (["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "669a9bd", "--patch", "main"],
+         "patches[0]"),
+    ],
+)
+def test_import_errors_are_clear_and_store_nothing(cli_env: str, args: list[str], message: str) -> None:
+    db.upgrade(cli_env)
+    code, output = invoke("import-log", str(EXAMPLES / "qwen_image_669a9bd.log"), *args)
+    assert code == 1
+    assert message in output
+    engine = db.make_engine(Settings(database_url=cli_env).effective_database_url)
+    with engine.connect() as connection:
+        from sqlalchemy import text
+
+        assert connection.execute(text("SELECT count(*) FROM runs")).scalar() == 0
+        assert connection.execute(text("SELECT count(*) FROM commits")).scalar() == 0
+    engine.dispose()
+
+
+def test_import_over_http_and_token_lifecycle(cli_env: str, tmp_path: Path) -> None:
+    code, output = invoke("token", "create", "ci-runner", "--role", "runner")
+    assert code == 0, output
+    secret = output.strip().splitlines()[-1]
+    assert secret.startswith("pt_")
+    code, listing = invoke("token", "list")
+    assert "ci-runner" in listing and secret not in listing
+    settings = Settings(database_url=cli_env, data_dir=tmp_path, suite_dir=SUITES)
+    with live_server(settings) as url:
+        outputs = import_regression(["--server", url, "--token", secret])
+        assert "stored" in outputs[1] and "287.6 ms/step" in outputs[1]
+        points = httpx.get(f"{url}/api/v1/series/qwen-image-t2i-1024/H200").json()["points"]
+        assert [round(p["change_pct"], 1) for p in points[1:]] == [9.1, -10.2]
+        code, output = invoke(
+            "import-log", str(EXAMPLES / "qwen_image_fix.log"), "--case", "qwen-image-t2i-1024",
+            "--hardware", "H200", "--commit", "1234567", "--server", url, "--token", "pt_wrong",
+        )
+        assert code == 1 and "401" in output and "unknown bearer token" in output
+        assert invoke("token", "revoke", "ci-runner")[0] == 0
+        code, output = invoke(
+            "import-log", str(EXAMPLES / "qwen_image_fix.log"), "--case", "qwen-image-t2i-1024",
+            "--hardware", "H200", "--commit", "1234567", "--server", url, "--token", secret,
+        )
+        assert code == 1 and "revoked" in output
+    code, output = invoke(
+        "import-log", str(EXAMPLES / "qwen_image_fix.log"), "--case", "qwen-image-t2i-1024",
+        "--hardware", "H200", "--commit", "1234567", "--server", "http://127.0.0.1:9", "--token", secret,
+    )
+    assert code == 1 and "cannot reach" in output
+
+
+def test_db_commands(cli_env: str) -> None:
+    code, output = invoke("db", "upgrade")
+    assert code == 0 and db.head_revision() in output
+    code, output = invoke("db", "current")
+    assert code == 0 and output.count(db.head_revision() or "-") == 2
+    code, output = invoke("db", "downgrade", "base")
+    assert code == 0 and "base" in output
+    code, output = invoke("db", "current")
+    assert code == 2 and "perftrack db upgrade" in output
+
+
+def test_suites_check_reports_line_and_field(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text((SUITES / "sglang-diffusion.toml").read_text().replace("width = 848", "width = 0"))
+    code, output = invoke("suites", "check", str(SUITES / "sglang-diffusion.toml"), str(broken))
+    assert code == 1
+    assert "7 cases" in output
+    assert f"{broken}:129 [cases[3].params.width]" in output.replace("\n", "")
