@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 export PATH="$PWD/.venv/bin:$PATH"
-logs=examples/qwen-image-regression
+logs=tests/data/sglang  # the fixture logs of the real regression (see tests/data/sglang/README.md)
 
 import_run() {  # log sha time title
   perftrack import-log "$logs/$1" --case qwen-image-t2i-1024 --hardware H200 \

@@ -26,10 +26,20 @@ def result_body(**overrides: Any) -> dict[str, Any]:
     return body
 
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "qwen-image-regression"
+EXAMPLES = Path(__file__).resolve().parent / "data" / "sglang"
 REGRESSION = [
-    ("qwen_image_669a9bd.log", "669a9bd", "2026-05-18T09:00:00+00:00", "Baseline before the fused norm change"),
-    ("qwen_image_4739f2e.log", "4739f2e", "2026-05-19T09:00:00+00:00", "Fuse RMSNorm (torch._dynamo.disable)"),
+    (
+        "qwen_image_669a9bd.log",
+        "669a9bd",
+        "2026-05-18T09:00:00+00:00",
+        "Baseline before the fused norm change",
+    ),
+    (
+        "qwen_image_4739f2e.log",
+        "4739f2e",
+        "2026-05-19T09:00:00+00:00",
+        "Fuse RMSNorm (torch._dynamo.disable)",
+    ),
     ("qwen_image_fix.log", "9c1d5e2", "2026-05-21T09:00:00+00:00", "Fused norm as torch.library.custom_op"),
 ]
 
@@ -45,9 +55,16 @@ def regression_payloads(title_override: str | None = None) -> list[dict[str, Any
                 parsed,
                 case="qwen-image-t2i-1024",
                 hardware="H200",
-                commit=CommitInfo(sha=sha, committed_at=when, title=title_override or title, author_name="A. Dev"),
+                commit=CommitInfo(
+                    sha=sha, committed_at=when, title=title_override or title, author_name="A. Dev"
+                ),
                 idempotency_key=import_key(
-                    case="qwen-image-t2i-1024", hardware="H200", commit_sha=sha, patches=[], log_text=text, dump_text=""
+                    case="qwen-image-t2i-1024",
+                    hardware="H200",
+                    commit_sha=sha,
+                    patches=[],
+                    log_text=text,
+                    dump_text="",
                 ),
                 raw_log=text,
             )

@@ -6,8 +6,10 @@ milliseconds, memory in MiB (1 MiB = 2**20 bytes; sglang's "GB" lines are GiB).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 
 
 class RunStatus(StrEnum):
@@ -59,3 +61,51 @@ class ParseError(ValueError):
     A log that *is* readable but shows a failed run is not a ``ParseError``: it parses to a
     ``ParsedRun`` with ``status=FAILED``.
     """
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCheckpoint:
+    """One ``memory_checkpoints`` entry of a perf dump, in MiB (``None`` where the dump omits it)."""
+
+    name: str
+    allocated_mb: float | None = None
+    reserved_mb: float | None = None
+    peak_allocated_mb: float | None = None
+    peak_reserved_mb: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PerfDump:
+    """One request as sglang's ``--perf-dump-path`` JSON (or one ``performance.log`` record) gives it.
+
+    ``stages`` come from the dump's ``steps`` list (which, despite the name, holds pipeline
+    stages); ``denoise_steps_ms`` holds the per-denoising-step times, in step order.
+    ``peak_memory_mb`` is the highest ``peak_reserved_mb`` over the memory checkpoints, the same
+    quantity sglang logs as "Peak GPU memory".
+    """
+
+    total_duration_ms: float | None = None
+    stages: tuple[StageTiming, ...] = ()
+    denoise_steps_ms: tuple[float, ...] = ()
+    memory_checkpoints: tuple[MemoryCheckpoint, ...] = ()
+    peak_memory_mb: float | None = None
+    request_id: str | None = None
+    commit_hash: str | None = None
+    tag: str | None = None
+    timestamp: str | None = None
+    meta: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def denoise_stage_ms(self) -> float | None:
+        """Wall time of the denoising stage, if the dump lists one."""
+        for stage in self.stages:
+            if is_denoise_stage(stage.name):
+                return stage.duration_ms
+        return None
+
+
+def is_denoise_stage(name: str) -> bool:
+    """Tell whether a stage name is a denoising loop (``DenoisingStage``, ``DenoisingAVStage`` ...)."""
+    # Some pipelines run a "BeforeDenoisingStage" that prepares inputs and does not denoise.
+    return "denois" in name.lower() and not name.startswith("BeforeDenois")

@@ -33,7 +33,8 @@ def test_shipped_suite_has_the_maintainers_cases() -> None:
     assert qwen.threshold_pct == 2.0
     wan = cases["wan2.2-t2v-a14b"]
     assert (wan.params["num-frames"], wan.params["num-inference-steps"], wan.num_gpus) == (81, 40, 8)
-    assert wan.flags["ulysses-degree"] == 4 and wan.flags["enable-cfg-parallel"] is True
+    assert wan.flags["ulysses-degree"] == 4
+    assert wan.flags["enable-cfg-parallel"] is True
     assert cases["wan2.1-t2v-1.3b"].model == "Wan-AI/Wan2.1-T2V-1.3B-Diffusers"
     hunyuan = cases["hunyuanvideo-t2v-480p"]
     assert (hunyuan.params["width"], hunyuan.params["height"], hunyuan.params["num-frames"]) == (848, 480, 65)
@@ -53,11 +54,27 @@ def test_shipped_suite_has_the_maintainers_cases() -> None:
         ("width = 848", "width = -5", 129, "cases[3].params.width", "greater than 0"),
         ('slug = "wan2.1-t2v-1.3b"', 'slug = "wan2.2-t2v-a14b"', 88, "cases[2].slug", "duplicate case slug"),
         ("threshold_pct = 3.0", "threshold_pct = 0", None, "cases[6].threshold_pct", "greater than 0"),
-        ('hardware = ["GB300"]\nnum_gpus = 2\n# Nine', 'hardware = ["B200"]\nnum_gpus = 2\n# Nine', None,
-         "cases[6].hardware", "unknown hardware kind 'B200'"),
-        ("enable-cfg-parallel = true", "enable-cfg-parallel = [1]", 80, "cases[1].flags.enable-cfg-parallel", "valid"),
-        ('task = "t2v"\nhardware = ["H200"]\nnum_gpus = 8', 'task = "video"\nhardware = ["H200"]\nnum_gpus = 8', 63,
-         "cases[1].task", "'t2i'"),
+        (
+            'hardware = ["GB300"]\nnum_gpus = 2\n# Nine',
+            'hardware = ["B200"]\nnum_gpus = 2\n# Nine',
+            None,
+            "cases[6].hardware",
+            "unknown hardware kind 'B200'",
+        ),
+        (
+            "enable-cfg-parallel = true",
+            "enable-cfg-parallel = [1]",
+            80,
+            "cases[1].flags.enable-cfg-parallel",
+            "valid",
+        ),
+        (
+            'task = "t2v"\nhardware = ["H200"]\nnum_gpus = 8',
+            'task = "video"\nhardware = ["H200"]\nnum_gpus = 8',
+            63,
+            "cases[1].task",
+            "'t2i'",
+        ),
         ("[suite]", "[suite", 7, None, "not valid TOML"),
     ],
 )
@@ -102,15 +119,21 @@ def test_unreadable_suite_file(tmp_path: Path) -> None:
 
 
 def test_changed_parameter_is_a_new_case_version(session: Session, tmp_path: Path) -> None:
-    (tmp_path / "suite.toml").write_text(SHIPPED.replace("num-inference-steps = 50", "num-inference-steps = 40", 1))
+    (tmp_path / "suite.toml").write_text(
+        SHIPPED.replace("num-inference-steps = 50", "num-inference-steps = 40", 1)
+    )
     report = sync_suites(session=session, suites=load_suites(tmp_path))
     assert report.new_versions == ["qwen-image-t2i-1024"]
-    versions = session.scalars(select(Case).where(Case.slug == "qwen-image-t2i-1024").order_by(Case.version)).all()
+    versions = session.scalars(
+        select(Case).where(Case.slug == "qwen-image-t2i-1024").order_by(Case.version)
+    ).all()
     assert [(case.version, case.is_current) for case in versions] == [(1, False), (2, True)]
     assert versions[1].params["num-inference-steps"] == 40
     # Going back to the original parameters makes version 1 current again, no third version.
     report = sync_suites(session=session, suites=load_suites(SUITES))
-    versions = session.scalars(select(Case).where(Case.slug == "qwen-image-t2i-1024").order_by(Case.version)).all()
+    versions = session.scalars(
+        select(Case).where(Case.slug == "qwen-image-t2i-1024").order_by(Case.version)
+    ).all()
     assert [(case.version, case.is_current) for case in versions] == [(1, True), (2, False)]
 
 
@@ -119,5 +142,8 @@ def test_threshold_change_updates_in_place(session: Session, tmp_path: Path) -> 
     report = sync_suites(session=session, suites=load_suites(tmp_path))
     assert report.updated == ["z-image-turbo-serve-gb300"]
     assert report.new_versions == []
-    case = session.scalar(select(Case).where(Case.slug == "z-image-turbo-serve-gb300", Case.is_current.is_(True)))
-    assert case is not None and case.threshold_for("GB300") == 2.5
+    case = session.scalar(
+        select(Case).where(Case.slug == "z-image-turbo-serve-gb300", Case.is_current.is_(True))
+    )
+    assert case is not None
+    assert case.threshold_for("GB300") == 2.5

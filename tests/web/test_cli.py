@@ -16,7 +16,7 @@ from tracker import db
 from tracker.settings import Settings, get_settings
 from web.cli import app
 
-EXAMPLES = ROOT / "examples" / "qwen-image-regression"
+EXAMPLES = ROOT / "tests" / "data" / "sglang"
 REGRESSION = [
     ("qwen_image_669a9bd.log", "669a9bd", "2026-05-18T09:00:00Z", "Baseline"),
     ("qwen_image_4739f2e.log", "4739f2e", "2026-05-19T09:00:00Z", "Fuse RMSNorm under torch._dynamo.disable"),
@@ -50,8 +50,19 @@ def import_regression(extra: list[str] | None = None) -> list[str]:
     outputs = []
     for log, sha, when, title in REGRESSION:
         code, output = invoke(
-            "import-log", str(EXAMPLES / log), "--case", "qwen-image-t2i-1024", "--hardware", "H200",
-            "--commit", sha, "--commit-time", when, "--title", title, *(extra or []),
+            "import-log",
+            str(EXAMPLES / log),
+            "--case",
+            "qwen-image-t2i-1024",
+            "--hardware",
+            "H200",
+            "--commit",
+            sha,
+            "--commit-time",
+            when,
+            "--title",
+            title,
+            *(extra or []),
         )
         assert code == 0, output
         outputs.append(output)
@@ -73,16 +84,20 @@ def test_parse_log_prints_what_would_be_stored() -> None:
 
 def test_parse_log_with_truncated_dump_is_a_clear_error(tmp_path: Path) -> None:
     code, output = invoke(
-        "parse-log", str(EXAMPLES / "qwen_image_669a9bd.log"),
-        "--perf-dump", str(ROOT / "tests" / "data" / "sglang" / "perf_dump_truncated.json"),
+        "parse-log",
+        str(EXAMPLES / "qwen_image_669a9bd.log"),
+        "--perf-dump",
+        str(ROOT / "tests" / "data" / "sglang" / "perf_dump_truncated.json"),
     )
     assert code == 1
-    assert "perf_dump_truncated.json" in output and "truncated" in output
+    assert "perf_dump_truncated.json" in output
+    assert "truncated" in output
 
 
 def test_import_regression_into_the_database(cli_env: str) -> None:
     outputs = import_regression()
-    assert "run 1 stored" in outputs[0] and "263.7 ms/step" in outputs[0]
+    assert "run 1 stored" in outputs[0]
+    assert "263.7 ms/step" in outputs[0]
     assert "287.6 ms/step" in outputs[1]
     assert "258.2 ms/step" in outputs[2]
     # The same logs again: nothing new is stored.
@@ -98,19 +113,39 @@ def test_import_regression_into_the_database(cli_env: str) -> None:
     engine.dispose()
     assert [point.commit_sha for point in data.points] == ["669a9bd", "4739f2e", "9c1d5e2"]
     assert [round(point.value or 0, 1) for point in data.points] == [263.7, 287.6, 258.2]
-    assert [None if p.change_pct is None else round(p.change_pct, 1) for p in data.points] == [None, 9.1, -10.2]
+    assert [None if p.change_pct is None else round(p.change_pct, 1) for p in data.points] == [
+        None,
+        9.1,
+        -10.2,
+    ]
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--case", "qwen-image", "--hardware", "H200", "--commit", "669a9bd"], "unknown case 'qwen-image'"),
-        (["--case", "qwen-image-t2i-1024", "--hardware", "A100", "--commit", "669a9bd"], "unknown hardware kind"),
+        (
+            ["--case", "qwen-image-t2i-1024", "--hardware", "A100", "--commit", "669a9bd"],
+            "unknown hardware kind",
+        ),
         (["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "zzzzzzz"], "commit.sha"),
-        (["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "669a9bd", "--commit-time", "yesterday"],
-         "--commit-time"),
-        (["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "669a9bd", "--patch", "main"],
-         "patches[0]"),
+        (
+            [
+                "--case",
+                "qwen-image-t2i-1024",
+                "--hardware",
+                "H200",
+                "--commit",
+                "669a9bd",
+                "--commit-time",
+                "yesterday",
+            ],
+            "--commit-time",
+        ),
+        (
+            ["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "669a9bd", "--patch", "main"],
+            "patches[0]",
+        ),
     ],
 )
 def test_import_errors_are_clear_and_store_nothing(cli_env: str, args: list[str], message: str) -> None:
@@ -133,40 +168,80 @@ def test_import_over_http_and_token_lifecycle(cli_env: str, tmp_path: Path) -> N
     secret = output.strip().splitlines()[-1]
     assert secret.startswith("pt_")
     code, listing = invoke("token", "list")
-    assert "ci-runner" in listing and secret not in listing
+    assert "ci-runner" in listing
+    assert secret not in listing
     settings = Settings(database_url=cli_env, data_dir=tmp_path, suite_dir=SUITES)
     with live_server(settings) as url:
         outputs = import_regression(["--server", url, "--token", secret])
-        assert "stored" in outputs[1] and "287.6 ms/step" in outputs[1]
+        assert "stored" in outputs[1]
+        assert "287.6 ms/step" in outputs[1]
         points = httpx.get(f"{url}/api/v1/series/qwen-image-t2i-1024/H200").json()["points"]
         assert [round(p["change_pct"], 1) for p in points[1:]] == [9.1, -10.2]
         code, output = invoke(
-            "import-log", str(EXAMPLES / "qwen_image_fix.log"), "--case", "qwen-image-t2i-1024",
-            "--hardware", "H200", "--commit", "1234567", "--server", url, "--token", "pt_wrong",
+            "import-log",
+            str(EXAMPLES / "qwen_image_fix.log"),
+            "--case",
+            "qwen-image-t2i-1024",
+            "--hardware",
+            "H200",
+            "--commit",
+            "1234567",
+            "--server",
+            url,
+            "--token",
+            "pt_wrong",
         )
-        assert code == 1 and "401" in output and "unknown bearer token" in output
+        assert code == 1
+        assert "401" in output
+        assert "unknown bearer token" in output
         assert invoke("token", "revoke", "ci-runner")[0] == 0
         code, output = invoke(
-            "import-log", str(EXAMPLES / "qwen_image_fix.log"), "--case", "qwen-image-t2i-1024",
-            "--hardware", "H200", "--commit", "1234567", "--server", url, "--token", secret,
+            "import-log",
+            str(EXAMPLES / "qwen_image_fix.log"),
+            "--case",
+            "qwen-image-t2i-1024",
+            "--hardware",
+            "H200",
+            "--commit",
+            "1234567",
+            "--server",
+            url,
+            "--token",
+            secret,
         )
-        assert code == 1 and "revoked" in output
+        assert code == 1
+        assert "revoked" in output
     code, output = invoke(
-        "import-log", str(EXAMPLES / "qwen_image_fix.log"), "--case", "qwen-image-t2i-1024",
-        "--hardware", "H200", "--commit", "1234567", "--server", "http://127.0.0.1:9", "--token", secret,
+        "import-log",
+        str(EXAMPLES / "qwen_image_fix.log"),
+        "--case",
+        "qwen-image-t2i-1024",
+        "--hardware",
+        "H200",
+        "--commit",
+        "1234567",
+        "--server",
+        "http://127.0.0.1:9",
+        "--token",
+        secret,
     )
-    assert code == 1 and "cannot reach" in output
+    assert code == 1
+    assert "cannot reach" in output
 
 
 def test_db_commands(cli_env: str) -> None:
     code, output = invoke("db", "upgrade")
-    assert code == 0 and db.head_revision() in output
+    assert code == 0
+    assert db.head_revision() in output
     code, output = invoke("db", "current")
-    assert code == 0 and output.count(db.head_revision() or "-") == 2
+    assert code == 0
+    assert output.count(db.head_revision() or "-") == 2
     code, output = invoke("db", "downgrade", "base")
-    assert code == 0 and "base" in output
+    assert code == 0
+    assert "base" in output
     code, output = invoke("db", "current")
-    assert code == 2 and "perftrack db upgrade" in output
+    assert code == 2
+    assert "perftrack db upgrade" in output
 
 
 def test_suites_check_reports_line_and_field(tmp_path: Path) -> None:

@@ -21,14 +21,21 @@ def _import(client: TestClient, token: str, title: str | None = None) -> list[in
 def _cells(html: str, row_attr: str) -> list[str]:
     row = re.search(rf"<tr[^>]*{row_attr}[^>]*>(.*?)</tr>", html, re.S)
     assert row, f"no row with {row_attr}"
-    return [re.sub(r"<[^>]+>", " ", cell).split() and " ".join(re.sub(r"<[^>]+>", " ", cell).split())
-            for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
+    return [
+        re.sub(r"<[^>]+>", " ", cell).split() and " ".join(re.sub(r"<[^>]+>", " ", cell).split())
+        for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)
+    ]
 
 
 def test_overview_lists_every_case_even_before_runs(client: TestClient) -> None:
     html = client.get("/").text
     assert "No runs yet" in html
-    for slug in ("qwen-image-t2i-1024", "wan2.2-t2v-a14b", "hunyuanvideo-t2v-480p", "z-image-turbo-serve-gb300"):
+    for slug in (
+        "qwen-image-t2i-1024",
+        "wan2.2-t2v-a14b",
+        "hunyuanvideo-t2v-480p",
+        "z-image-turbo-serve-gb300",
+    ):
         assert f'data-case="{slug}"' in html
 
 
@@ -37,12 +44,19 @@ def test_series_page_shows_the_regression_and_the_fix(client: TestClient, runner
     html = client.get("/series/qwen-image-t2i-1024/H200").text
     regression = _cells(html, f'data-run="{ids[1]}"')
     fix = _cells(html, f'data-run="{ids[2]}"')
-    assert regression[0] == "4739f2e" and "287.6 ms" in regression[3] and regression[4] == "+9.1 %"
-    assert fix[0] == "9c1d5e2" and "258.2 ms" in fix[3] and fix[4] == "−10.2 %".replace("−", "-")
-    assert 'class="num change regression"' in html and 'class="num change improvement"' in html
+    assert regression[0] == "4739f2e"
+    assert "287.6 ms" in regression[3]
+    assert regression[4] == "+9.1 %"
+    assert fix[0] == "9c1d5e2"
+    assert "258.2 ms" in fix[3]
+    assert fix[4] == "−10.2 %".replace("−", "-")
+    assert 'class="num change regression"' in html
+    assert 'class="num change improvement"' in html
     overview = client.get("/").text
     latest = _cells(overview, 'data-case="qwen-image-t2i-1024" data-hardware="H200"')
-    assert "258.2 ms" in latest[3] and latest[4] == "-10.2 %" and latest[5] == "3"
+    assert "258.2 ms" in latest[3]
+    assert latest[4] == "-10.2 %"
+    assert latest[5] == "3"
 
 
 def test_series_metric_switch_and_bad_metric(client: TestClient, runner_token: str) -> None:
@@ -58,7 +72,8 @@ def test_series_metric_switch_and_bad_metric(client: TestClient, runner_token: s
 def test_run_page_shows_stages_warnings_and_log(client: TestClient, runner_token: str) -> None:
     run_id = _import(client, runner_token)[1]
     html = client.get(f"/runs/{run_id}").text
-    assert "DenoisingStage" in html and "DecodingStage" in html
+    assert "DenoisingStage" in html
+    assert "DecodingStage" in html
     assert "287.6 ms" in html
     assert "Warmup req processed" in html  # the stored raw log
     assert "per-step times unknown" in html
@@ -67,18 +82,21 @@ def test_run_page_shows_stages_warnings_and_log(client: TestClient, runner_token
 def test_titles_are_escaped(client: TestClient, runner_token: str) -> None:
     _import(client, runner_token, title='<script>alert("x")</script><img src=x onerror=alert(1)>')
     html = client.get("/series/qwen-image-t2i-1024/H200").text
-    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "<script>alert" not in html
+    assert "<img src=x" not in html
     assert "&lt;script&gt;alert(" in html
 
 
 def test_missing_things_are_404_pages(client: TestClient) -> None:
     response = client.get("/runs/999999")
-    assert response.status_code == 404 and "no run 999999" in response.text
+    assert response.status_code == 404
+    assert "no run 999999" in response.text
     assert "text/html" in response.headers["content-type"]
     response = client.get("/series/no-such-case/H200")
     assert response.status_code == 404
     response = client.get("/api/v1/runs/999999")
-    assert response.status_code == 404 and response.json() == {"detail": "no run 999999"}
+    assert response.status_code == 404
+    assert response.json() == {"detail": "no run 999999"}
 
 
 def test_read_api(client: TestClient, runner_token: str) -> None:
@@ -98,5 +116,6 @@ def test_read_api(client: TestClient, runner_token: str) -> None:
     assert limited["total_runs"] == 3
     assert client.get("/api/v1/series/qwen-image-t2i-1024/H200?limit=0").status_code == 422
     health = client.get("/healthz").json()
-    assert health["status"] == "ok" and health["database"] == "ok"
+    assert health["status"] == "ok"
+    assert health["database"] == "ok"
     assert "/api/v1/results" in client.get("/openapi.json").json()["paths"]

@@ -44,7 +44,8 @@ def test_stores_a_result_and_reads_it_back(client: TestClient, runner_token: str
     assert run["stages"] == [{"name": "DenoisingStage", "duration_ms": 13189.5}]
     assert run["commit"]["sha"] == "669a9bd"
     log = client.get(run["log_url"])
-    assert log.status_code == 200 and "finished in 13.1895 seconds" in log.text
+    assert log.status_code == 200
+    assert "finished in 13.1895 seconds" in log.text
 
 
 def test_same_idempotency_key_stores_once(client: TestClient, runner_token: str, session: Session) -> None:
@@ -66,7 +67,9 @@ def test_same_content_without_key_stores_once(client: TestClient, runner_token: 
     assert first.json()["run_id"] == again.json()["run_id"]
 
 
-def test_key_reused_for_other_content_is_a_conflict(client: TestClient, runner_token: str, session: Session) -> None:
+def test_key_reused_for_other_content_is_a_conflict(
+    client: TestClient, runner_token: str, session: Session
+) -> None:
     headers = {"Authorization": f"Bearer {runner_token}"}
     client.post("/api/v1/results", json=result_body(idempotency_key="upload-0002"), headers=headers)
     before = _counts(session)
@@ -164,13 +167,17 @@ def test_bad_tokens_are_401(client: TestClient, session: Session, token: str | N
 def test_revoked_token_is_refused(client: TestClient, runner_token: str, session: Session) -> None:
     revoke_token(session=session, name="test-runner")
     session.commit()
-    response = client.post("/api/v1/results", json=result_body(), headers={"Authorization": f"Bearer {runner_token}"})
+    response = client.post(
+        "/api/v1/results", json=result_body(), headers={"Authorization": f"Bearer {runner_token}"}
+    )
     assert response.status_code == 401
     assert "revoked" in response.json()["detail"]
 
 
 def test_admin_token_may_upload(client: TestClient, admin_token: str) -> None:
-    response = client.post("/api/v1/results", json=result_body(), headers={"Authorization": f"Bearer {admin_token}"})
+    response = client.post(
+        "/api/v1/results", json=result_body(), headers={"Authorization": f"Bearer {admin_token}"}
+    )
     assert response.status_code == 201
 
 
@@ -185,4 +192,8 @@ def test_failed_result_is_stored_with_its_reason(client: TestClient, runner_toke
     response = client.post("/api/v1/results", json=body, headers={"Authorization": f"Bearer {runner_token}"})
     assert response.status_code == 201, response.text
     run = client.get(f"/api/v1/runs/{response.json()['run_id']}").json()
-    assert (run["status"], run["failure_reason"], run["denoise_step_ms"]) == ("failed", "CUDA out of memory", None)
+    assert (run["status"], run["failure_reason"], run["denoise_step_ms"]) == (
+        "failed",
+        "CUDA out of memory",
+        None,
+    )
