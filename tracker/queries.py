@@ -212,13 +212,16 @@ def series(
         .join(Commit, Commit.id == Run.commit_id)
         .where(*where)
         .order_by(Commit.committed_at.desc(), Run.id.desc())
-        .limit(limit)
+        .limit(limit + 1)  # one run more than shown: the first shown point's change needs its predecessor
     )
     rows = list(reversed(session.execute(query).all()))
     points: list[SeriesPoint] = []
     previous: float | None = None
+    if len(rows) > limit:
+        seed = rows.pop(0)
+        previous = _value_of(seed.value, seed.status)
     for row in rows:
-        value = float(row.value) if row.value is not None and row.status == RunStatus.OK else None
+        value = _value_of(row.value, row.status)
         points.append(
             SeriesPoint(
                 run_id=row.id,
@@ -248,6 +251,11 @@ def series(
         points=points,
         total=total,
     )
+
+
+def _value_of(value: float | int | None, status: RunStatus) -> float | None:
+    """A series value: only successful runs have one."""
+    return float(value) if value is not None and status == RunStatus.OK else None
 
 
 def get_run(*, session: Session, run_id: int) -> Run:
