@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tracker.models import Case, HardwareKind, Run
+from tracker.models import Case, Commit, HardwareKind, Run
 from tracker.queries import Series
 
 
@@ -77,6 +77,17 @@ class CommitOut(BaseModel):
     author: str
     committed_at: dt.datetime
     committed_at_estimated: bool
+
+    @classmethod
+    def of(cls, commit: Commit) -> CommitOut:
+        """From the ORM object."""
+        return cls(
+            sha=commit.sha,
+            title=commit.title,
+            author=commit.author_name,
+            committed_at=commit.committed_at,
+            committed_at_estimated=commit.committed_at_estimated,
+        )
 
 
 class SeriesPointOut(BaseModel):
@@ -190,7 +201,6 @@ class RunOut(BaseModel):
     @classmethod
     def of(cls, run: Run) -> RunOut:
         """From the ORM object, with stages and artifacts loaded."""
-        commit = run.commit
         return cls(
             id=run.id,
             status=str(run.status),
@@ -199,13 +209,7 @@ class RunOut(BaseModel):
             case=run.case.slug,
             case_version=run.case.version,
             hardware=run.hardware_kind.name,
-            commit=CommitOut(
-                sha=commit.sha,
-                title=commit.title,
-                author=commit.author_name,
-                committed_at=commit.committed_at,
-                committed_at_estimated=commit.committed_at_estimated,
-            ),
+            commit=CommitOut.of(run.commit),
             candidate_label=run.candidate.label,
             patches=[
                 PatchOut(position=p.position, kind=str(p.kind), ref=p.ref, pr_number=p.pr_number)

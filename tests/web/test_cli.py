@@ -69,6 +69,25 @@ def import_regression(extra: list[str] | None = None) -> list[str]:
     return outputs
 
 
+def import_fix(server: str, token: str) -> tuple[int, str]:
+    """Post the fix log for another commit through ``--server``."""
+    log = str(EXAMPLES / "qwen_image_fix.log")
+    return invoke(
+        "import-log",
+        log,
+        "--case",
+        "qwen-image-t2i-1024",
+        "--hardware",
+        "H200",
+        "--commit",
+        "1234567",
+        "--server",
+        server,
+        "--token",
+        token,
+    )
+
+
 def test_parse_log_prints_what_would_be_stored() -> None:
     code, output = invoke("parse-log", str(EXAMPLES / "qwen_image_4739f2e.log"))
     assert code == 0, output
@@ -177,54 +196,15 @@ def test_import_over_http_and_token_lifecycle(cli_env: str, tmp_path: Path) -> N
         assert "287.6 ms/step" in outputs[1]
         points = httpx.get(f"{url}/api/v1/series/qwen-image-t2i-1024/H200").json()["points"]
         assert [round(p["change_pct"], 1) for p in points[1:]] == [9.1, -10.2]
-        code, output = invoke(
-            "import-log",
-            str(EXAMPLES / "qwen_image_fix.log"),
-            "--case",
-            "qwen-image-t2i-1024",
-            "--hardware",
-            "H200",
-            "--commit",
-            "1234567",
-            "--server",
-            url,
-            "--token",
-            "pt_wrong",
-        )
+        code, output = import_fix(url, "pt_wrong")
         assert code == 1
         assert "401" in output
         assert "unknown bearer token" in output
         assert invoke("token", "revoke", "ci-runner")[0] == 0
-        code, output = invoke(
-            "import-log",
-            str(EXAMPLES / "qwen_image_fix.log"),
-            "--case",
-            "qwen-image-t2i-1024",
-            "--hardware",
-            "H200",
-            "--commit",
-            "1234567",
-            "--server",
-            url,
-            "--token",
-            secret,
-        )
+        code, output = import_fix(url, secret)
         assert code == 1
         assert "revoked" in output
-    code, output = invoke(
-        "import-log",
-        str(EXAMPLES / "qwen_image_fix.log"),
-        "--case",
-        "qwen-image-t2i-1024",
-        "--hardware",
-        "H200",
-        "--commit",
-        "1234567",
-        "--server",
-        "http://127.0.0.1:9",
-        "--token",
-        secret,
-    )
+    code, output = import_fix("http://127.0.0.1:9", secret)
     assert code == 1
     assert "cannot reach" in output
 
