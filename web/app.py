@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -87,7 +88,8 @@ def create_app(
             prepare_database(settings, engine)
         yield
 
-    app = FastAPI(
+    # FastAPIOffline serves Swagger UI and ReDoc from the installed package: /docs works air-gapped.
+    app = FastAPIOffline(
         title="perftrack",
         summary="Performance tracking for diffusion-model pull requests",
         version=perftrack_version(),

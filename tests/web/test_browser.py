@@ -118,7 +118,18 @@ def test_phone_width_has_no_horizontal_page_scroll(server: str, browser: object)
     context.close()
 
 
-def test_error_page_and_api_docs_render(server: str, page: object) -> None:
+def test_api_docs_render_without_leaving_the_machine(server: str, page: object) -> None:
+    outside: list[str] = []
+    page.on(  # type: ignore[attr-defined]
+        "request", lambda request: outside.append(request.url) if not request.url.startswith(server) else None
+    )
+    page.goto(server + "/docs")  # type: ignore[attr-defined]
+    page.get_by_text("/api/v1/results", exact=True).first.wait_for()  # type: ignore[attr-defined]
+    assert outside == []
+    assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def test_error_page(server: str, page: object) -> None:
     response = page.goto(server + "/runs/424242")  # type: ignore[attr-defined]
     assert response.status == 404
     assert "no run 424242" in page.locator(".failure-box").inner_text()  # type: ignore[attr-defined]
