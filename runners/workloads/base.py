@@ -1,0 +1,58 @@
+"""The contract between the runner agent and a workload."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from runners.jobspec import CaseSpec
+
+
+@dataclass(frozen=True)
+class CompileCounters:
+    """torch.compile / Dynamo counters of a run, when the workload could count them."""
+
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    unique_graphs: int | None = None
+    frames_compiled: int | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadResult:
+    """What one execution produced. ``failure`` is set when the process itself failed
+    (crash, non-zero exit, timeout, could not start); the log is kept either way."""
+
+    command: str
+    log_text: str
+    perf_dump_text: str | None = None
+    exit_code: int | None = None
+    timed_out: bool = False
+    failure: str | None = None
+    log_truncated: bool = False
+    compile: CompileCounters = CompileCounters()
+    environment: dict[str, Any] = field(default_factory=dict)
+    request_latencies_ms: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkloadContext:
+    """Where and how to run: the built tree, a scratch directory, the GPUs to use."""
+
+    tree: Path  # the candidate's worktree (sources at the candidate)
+    job_dir: Path  # empty scratch directory for this attempt (perf dump, outputs)
+    gpu_ids: tuple[int, ...] = ()
+    candidate_sha: str = ""  # exported as SGLANG_GIT_COMMIT
+    timeout_s: float = 3600.0
+    max_log_bytes: int = 8 * 1024 * 1024
+    on_output: Callable[[str], None] | None = None  # each output line, for progress display
+
+
+class Workload(Protocol):
+    """Runs a case on a built tree and returns what it printed and measured."""
+
+    def run(self, case: CaseSpec, context: WorkloadContext) -> WorkloadResult:
+        """Execute ``case``; never raises for a failure of the benchmark itself."""
+        ...
