@@ -7,6 +7,7 @@ from typing import Any
 
 from runners.parsing import parse_run
 from runners.payload import CommitInfo, import_key, result_payload
+from tracker.schemas import JobResultIn
 
 
 def result_body(**overrides: Any) -> dict[str, Any]:
@@ -70,3 +71,17 @@ def regression_payloads(title_override: str | None = None) -> list[dict[str, Any
             )
         )
     return bodies
+
+
+def job_result(attempt: int, **overrides: Any) -> JobResultIn:
+    """A valid upload for one attempt of a job."""
+    body: dict[str, Any] = {
+        "attempt": attempt,
+        "status": "ok",
+        "step_times_ms": [30.0, 31.0, 31.5, 30.8],
+        "raw_log": "[06-01 12:00:00] [DenoisingStage] finished in 0.1233 seconds\n",
+    }
+    body.update(overrides)
+    if body["status"] == "failed":
+        body["step_times_ms"] = []
+    return JobResultIn.model_validate(body)

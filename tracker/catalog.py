@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tracker.errors import InvalidInput
-from tracker.models import Case, CaseHardware, HardwareKind, Repository, RunMode, Workload
+from tracker.models import CarriedPatch, Case, CaseHardware, HardwareKind, Repository, RunMode, Workload
 from tracker.suites import ResolvedCase, Suite
 
 
@@ -36,6 +36,7 @@ def sync_suites(*, session: Session, suites: list[Suite]) -> SyncReport:
             name: ensure_hardware_kind(session=session, name=name, description=spec.description)
             for name, spec in suite.hardware.items()
         }
+        _sync_carried(session=session, repository=repository, suite=suite, kinds=kinds)
         for spec in suite.cases:
             _sync_case(session=session, spec=spec, repository=repository, kinds=kinds, report=report)
     session.flush()
@@ -129,6 +130,48 @@ def _sync_case(
                 CaseHardware(hardware_kind=kinds[name], threshold_pct=spec.thresholds.get(name))
             )
     session.flush()
+
+
+def _sync_carried(
+    *, session: Session, repository: Repository, suite: Suite, kinds: dict[str, HardwareKind]
+) -> None:
+    """Make the repository's carried patches exactly the ones the suite lists, in its order."""
+    wanted = {
+        (carry.ref, kinds[carry.hardware].id if carry.hardware else None): (position, carry.reason)
+        for position, carry in enumerate(suite.repository.carry)
+    }
+    stored = session.scalars(select(CarriedPatch).where(CarriedPatch.repository_id == repository.id)).all()
+    for patch in stored:
+        key = (patch.ref, patch.hardware_kind_id)
+        if key in wanted:
+            patch.position, patch.reason = wanted.pop(key)
+        else:
+            session.delete(patch)
+    for (ref, kind_id), (position, reason) in wanted.items():
+        session.add(
+            CarriedPatch(
+                repository_id=repository.id,
+                ref=ref,
+                hardware_kind_id=kind_id,
+                position=position,
+                reason=reason,
+            )
+        )
+    session.flush()
+
+
+def carried_patches_for(*, session: Session, repository_id: int, hardware_kind_id: int) -> list[CarriedPatch]:
+    """Patches a candidate of this repository on this hardware kind must carry, in order."""
+    return list(
+        session.scalars(
+            select(CarriedPatch)
+            .where(
+                CarriedPatch.repository_id == repository_id,
+                (CarriedPatch.hardware_kind_id == hardware_kind_id) | CarriedPatch.hardware_kind_id.is_(None),
+            )
+            .order_by(CarriedPatch.position, CarriedPatch.id)
+        )
+    )
 
 
 def _hardware_of(case: Case) -> dict[str, float | None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from dataclasses import dataclass
 
@@ -11,8 +12,9 @@ from sqlalchemy.orm import Session
 
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict, InvalidInput, PayloadTooLarge
-from tracker.models import Run, RunArtifacts, RunSource, RunStage, RunStatus
-from tracker.schemas import ResultIn
+from tracker.jobs import finish_job, live_job
+from tracker.models import Run, RunArtifacts, Runner, RunSource, RunStage, RunStatus
+from tracker.schemas import JobResultIn, MeasurementIn, ResultIn
 from tracker.stats import summarize_steps
 from tracker.vcs import ensure_candidate, upsert_commit
 
@@ -42,13 +44,7 @@ def ingest_result(
     *, session: Session, result: ResultIn, limits: IngestLimits, source: RunSource = RunSource.IMPORT
 ) -> IngestOutcome:
     """Store ``result`` once; a repeat with the same idempotency key returns the stored run."""
-    log_bytes = len(result.raw_log.encode("utf-8"))
-    if log_bytes > limits.max_log_bytes:
-        raise PayloadTooLarge(f"raw_log: {log_bytes} bytes is over the limit of {limits.max_log_bytes} bytes")
-    if len(result.step_times_ms) > limits.max_steps_per_run:
-        raise PayloadTooLarge(
-            f"step_times_ms: {len(result.step_times_ms)} values is over the limit of {limits.max_steps_per_run}"
-        )
+    _check_limits(result, limits)
     digest = result.digest()
     key = result.idempotency_key or derive_idempotency_key(result)
     existing = _find_by_key(session=session, key=key, digest=digest)
@@ -66,6 +62,66 @@ def ingest_result(
     run.hardware_kind = kind
     run.candidate = candidate
     run.commit = commit
+    return _insert_once(session=session, run=run, key=key, digest=digest)
+
+
+def ingest_job_result(
+    *,
+    session: Session,
+    runner: Runner,
+    job_id: int,
+    result: JobResultIn,
+    limits: IngestLimits,
+    now: dt.datetime | None = None,
+) -> IngestOutcome:
+    """Store the run of one job attempt; a repeat is answered with the same run.
+
+    An upload for an attempt whose lease expired (or that was handed to another runner) is refused
+    with :class:`Conflict` and never touches the live attempt's result.
+    """
+    _check_limits(result, limits)
+    digest = result.digest()
+    key = f"job:{job_id}:{result.attempt}"
+    existing = _find_by_key(session=session, key=key, digest=digest)
+    if existing is not None:
+        return IngestOutcome(run=existing, created=False)
+    job = live_job(session=session, runner=runner, job_id=job_id, attempt=result.attempt, now=now)
+    base = job.candidate.base_commit
+    if result.commit is not None:
+        if not (base.sha.startswith(result.commit.sha) or result.commit.sha.startswith(base.sha)):
+            raise InvalidInput("commit.sha", f"{result.commit.sha} is not the job's base commit {base.sha}")
+        upsert_commit(session=session, repository=base.repository, commit=result.commit)
+    run = _build_run(result, key=key, digest=digest, source=RunSource.JOB)
+    run.case_id = job.case_id
+    run.hardware_kind_id = job.hardware_kind_id
+    run.candidate_id = job.candidate_id
+    run.commit_id = base.id
+    run.job_id = job.id
+    run.attempt = result.attempt
+    run.runner_id = runner.id
+    artifacts = run.artifacts
+    artifacts.patches_applied = list(result.build.patches_applied)
+    artifacts.patches_already_in = list(result.build.patches_already_in)
+    artifacts.tree_sha = result.build.tree_sha
+    artifacts.output_digest = result.output_digest
+    outcome = _insert_once(session=session, run=run, key=key, digest=digest)
+    if outcome.created:
+        finish_job(job=job, runner=runner, failure_reason=run.failure_reason, now=now)
+        session.flush()
+    return outcome
+
+
+def _check_limits(result: MeasurementIn, limits: IngestLimits) -> None:
+    log_bytes = len(result.raw_log.encode("utf-8"))
+    if log_bytes > limits.max_log_bytes:
+        raise PayloadTooLarge(f"raw_log: {log_bytes} bytes is over the limit of {limits.max_log_bytes} bytes")
+    if len(result.step_times_ms) > limits.max_steps_per_run:
+        raise PayloadTooLarge(
+            f"step_times_ms: {len(result.step_times_ms)} values is over the limit of {limits.max_steps_per_run}"
+        )
+
+
+def _insert_once(*, session: Session, run: Run, key: str, digest: str) -> IngestOutcome:
     try:
         with session.begin_nested():
             session.add(run)
@@ -86,7 +142,7 @@ def _find_by_key(*, session: Session, key: str, digest: str) -> Run | None:
     return run
 
 
-def _build_run(result: ResultIn, *, key: str, digest: str, source: RunSource) -> Run:
+def _build_run(result: MeasurementIn, *, key: str, digest: str, source: RunSource) -> Run:
     run = Run(
         idempotency_key=key,
         payload_digest=digest,
@@ -114,6 +170,7 @@ def _build_run(result: ResultIn, *, key: str, digest: str, source: RunSource) ->
             environment=result.environment,
             command=result.command,
             raw_log=result.raw_log,
+            log_truncated=result.log_truncated,
             perf_dump=result.perf_dump,
         ),
     )
@@ -122,7 +179,7 @@ def _build_run(result: ResultIn, *, key: str, digest: str, source: RunSource) ->
     return run
 
 
-def _fill_step_summary(run: Run, result: ResultIn) -> None:
+def _fill_step_summary(run: Run, result: MeasurementIn) -> None:
     if result.step_times_ms:
         summary = summarize_steps(result.step_times_ms)
         run.denoise_step_ms = summary.median_ms

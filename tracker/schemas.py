@@ -72,22 +72,13 @@ class CompileCounters(_In):
     frames_compiled: Count | None = None
 
 
-class ResultIn(_In):
-    """One benchmark result made outside a job (an import), as ``POST /api/v1/results`` takes it.
+class MeasurementIn(_In):
+    """What a run measured (or why it failed): the part shared by imports and job uploads.
 
     A successful result needs per-step times or the log's reported average step time; the value
     of record is the median of the step times when they are known, else that average.
     """
 
-    case: Annotated[str, Field(min_length=1, max_length=128, description="case slug")]
-    hardware: Annotated[str, Field(min_length=1, max_length=64)]
-    commit: CommitIn
-    patches: Annotated[list[str], Field(max_length=64)] = Field(
-        default_factory=list, description="refs stacked on the commit: shas or refs/pull/N/head"
-    )
-    idempotency_key: (
-        Annotated[str, Field(min_length=8, max_length=128, pattern=r"^[A-Za-z0-9_.:\-]+$")] | None
-    ) = None
     status: Literal["ok", "failed"] = "ok"
     failure_reason: Annotated[str, Field(max_length=4000)] | None = None
     step_times_ms: list[PositiveMs] = Field(
@@ -107,14 +98,12 @@ class ResultIn(_In):
     environment: dict[str, Any] = Field(default_factory=dict)
     command: Annotated[str, Field(max_length=20_000)] = ""
     raw_log: str = ""
+    log_truncated: bool = False
     perf_dump: dict[str, Any] | None = None
     measured_at: AwareDatetime | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> ResultIn:
-        for index, ref in enumerate(self.patches):
-            if not PATCH_REF_PATTERN.match(ref):
-                raise ValueError(f"patches[{index}]: {ref!r} is neither a commit sha nor refs/pull/N/head")
+    def _consistent_measurement(self) -> MeasurementIn:
         if self.status == "ok":
             if self.failure_reason:
                 raise ValueError("failure_reason: only a failed result has a failure reason")
@@ -142,6 +131,47 @@ class ResultIn(_In):
             self.model_dump(mode="json", exclude={"idempotency_key"}), sort_keys=True, separators=(",", ":")
         )
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class ResultIn(MeasurementIn):
+    """One benchmark result made outside a job (an import), as ``POST /api/v1/results`` takes it."""
+
+    case: Annotated[str, Field(min_length=1, max_length=128, description="case slug")]
+    hardware: Annotated[str, Field(min_length=1, max_length=64)]
+    commit: CommitIn
+    patches: Annotated[list[str], Field(max_length=64)] = Field(
+        default_factory=list, description="refs stacked on the commit: shas or refs/pull/N/head"
+    )
+    idempotency_key: (
+        Annotated[str, Field(min_length=8, max_length=128, pattern=r"^[A-Za-z0-9_.:\-]+$")] | None
+    ) = None
+
+    @model_validator(mode="after")
+    def _patch_refs(self) -> ResultIn:
+        for index, ref in enumerate(self.patches):
+            if not PATCH_REF_PATTERN.match(ref):
+                raise ValueError(f"patches[{index}]: {ref!r} is neither a commit sha nor refs/pull/N/head")
+        return self
+
+
+class BuildInfo(_In):
+    """How the runner built the candidate it measured."""
+
+    head_sha: Sha | None = None
+    tree_sha: Sha | None = None
+    patches_applied: Annotated[list[Annotated[str, Field(max_length=255)]], Field(max_length=64)] = []
+    patches_already_in: Annotated[list[Annotated[str, Field(max_length=255)]], Field(max_length=64)] = []
+    build_reused: bool = False
+
+
+class JobResultIn(MeasurementIn):
+    """A runner's upload for one attempt of a leased job; case, hardware and candidate come from the job."""
+
+    attempt: Annotated[int, Field(ge=1, le=1000)]
+    build: BuildInfo = BuildInfo()
+    output_digest: Annotated[str, Field(max_length=128)] | None = None
+    request_latencies_ms: Annotated[list[PositiveMs], Field(max_length=1000)] = []
+    commit: CommitIn | None = Field(default=None, description="metadata of the base commit, as git knows it")
 
 
 _NAMES_ITS_FIELD = re.compile(r"^[a-z_][a-z0-9_\[\].]*: ")

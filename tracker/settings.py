@@ -58,6 +58,11 @@ class Settings(BaseSettings):
     max_page_size: int = Field(default=1000, gt=0)
     series_default_limit: int = Field(default=500, gt=0)
 
+    # Job queue: how long a lease lasts without a heartbeat, how often a job is tried.
+    lease_seconds: int = Field(default=300, ge=5)
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    runner_offline_after_s: int = Field(default=120, ge=5, description="no heartbeat for this long: offline")
+
     @field_validator("database_url")
     @classmethod
     def _normalise_postgres_url(cls, value: str) -> str:

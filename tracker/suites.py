@@ -38,12 +38,21 @@ class SuiteInfo(_Strict):
     description: str = ""
 
 
+class CarrySpec(_Strict):
+    """One ``[[repository.carry]]`` entry: a patch every candidate carries until it is merged."""
+
+    ref: Annotated[str, Field(pattern=r"^(?:[0-9a-f]{7,40}|refs/pull/\d+/head)$")]
+    hardware: Annotated[str, Field(pattern=HARDWARE_PATTERN)] | None = None
+    reason: str = ""
+
+
 class RepositorySpec(_Strict):
     """The ``[repository]`` table: what the cases' commits belong to."""
 
     name: Annotated[str, Field(pattern=SLUG_PATTERN)]
     url: Annotated[str, Field(min_length=1)]
     default_branch: str = "main"
+    carry: list[CarrySpec] = Field(default_factory=list)
 
 
 class HardwareSpec(_Strict):
@@ -122,6 +131,13 @@ class SuiteFile(_Strict):
 
     @model_validator(mode="after")
     def _references_resolve(self) -> SuiteFile:
+        for index, carried in enumerate(self.repository.carry):
+            if carried.hardware is not None and carried.hardware not in self.hardware:
+                known = ", ".join(sorted(self.hardware))
+                raise _LocatedError(
+                    ("repository", "carry", index, "hardware"),
+                    f"unknown hardware kind {carried.hardware!r} (known: {known})",
+                )
         seen: set[str] = set()
         for index, case in enumerate(self.cases):
             if case.slug in seen:

@@ -2,7 +2,7 @@
 
 from tracker.models.access import ApiToken, Runner
 from tracker.models.base import Base, utcnow
-from tracker.models.catalog import Case, CaseHardware, HardwareKind, Repository
+from tracker.models.catalog import CarriedPatch, Case, CaseHardware, HardwareKind, Repository
 from tracker.models.detection import Alert, AlertEvent, BisectionStep, Comparison, ComparisonResult
 from tracker.models.enums import (
     AlertStatus,
@@ -34,6 +34,7 @@ __all__ = [
     "BisectionStep",
     "Candidate",
     "CandidatePatch",
+    "CarriedPatch",
     "Case",
     "CaseHardware",
     "Commit",

@@ -113,3 +113,27 @@ class CaseHardware(Base):
 
     case: Mapped[Case] = relationship(back_populates="hardware")
     hardware_kind: Mapped[HardwareKind] = relationship(lazy="joined")
+
+
+class CarriedPatch(Base):
+    """A patch every candidate of a repository (or of one hardware kind) carries until it is merged.
+
+    Runners skip it when the base already contains it (ancestor or same patch-id).
+    """
+
+    __tablename__ = "carried_patches"
+    __table_args__ = (UniqueConstraint("repository_id", "ref", "hardware_kind_id"),)
+
+    id: Mapped[int_pk]
+    repository_id: Mapped[int] = mapped_column(
+        ForeignKey("repositories.id", ondelete="CASCADE"), nullable=False
+    )
+    ref: Mapped[str] = mapped_column(String(255), nullable=False, comment="commit sha or refs/pull/N/head")
+    hardware_kind_id: Mapped[int | None] = mapped_column(
+        ForeignKey("hardware_kinds.id"), comment="only for this hardware kind; NULL: every kind"
+    )
+    position: Mapped[int] = mapped_column(Integer, nullable=False, default=0, comment="order of application")
+    reason: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    created_at: Mapped[created_at]
+
+    hardware_kind: Mapped[HardwareKind | None] = relationship(lazy="joined")

@@ -7,6 +7,7 @@ import datetime as dt
 from sqlalchemy import ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from tracker.models.access import Runner
 from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_list
 from tracker.models.catalog import Case, HardwareKind
 from tracker.models.enums import Arm, JobReason, JobState, str_enum
@@ -60,3 +61,4 @@ class Job(Base):
     candidate: Mapped[Candidate] = relationship()
     case: Mapped[Case] = relationship()
     hardware_kind: Mapped[HardwareKind] = relationship()
+    leased_by: Mapped[Runner | None] = relationship()

@@ -1,0 +1,373 @@
+"""The job queue: enqueue once, lease to one runner at a time, expire, retry, finish.
+
+Leases: a claim hands the oldest, highest-priority queued job of the runner's hardware kind (and
+no more GPUs than it has) to exactly one runner. On PostgreSQL the candidate row is locked with
+``FOR UPDATE SKIP LOCKED``, so concurrent claimers never wait for or get the same job; on SQLite
+the claim runs in one ``BEGIN IMMEDIATE`` transaction, which serialises claimers. Heartbeats
+extend a lease; a lease that runs out puts the job back in the queue (its attempt counter already
+counts the lost attempt), and after ``max_attempts`` the job fails with every attempt's reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from tracker.errors import Conflict, InvalidInput, NotFound
+from tracker.models import (
+    ApiToken,
+    Arm,
+    Candidate,
+    Case,
+    HardwareKind,
+    Job,
+    JobReason,
+    JobState,
+    Runner,
+    utcnow,
+)
+
+DEFAULT_LEASE = dt.timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    """The job for a request to enqueue, and whether this call created it."""
+
+    job: Job
+    created: bool
+
+
+def job_key(
+    *, candidate: Candidate, case: Case, hardware: HardwareKind, reason: JobReason, purpose: str = ""
+) -> str:
+    """Idempotency key: one job per candidate, case version, hardware kind and purpose."""
+    return f"{reason.value}:{candidate.key[:32]}:{case.id}:{hardware.id}:{purpose}"[:128]
+
+
+def enqueue_job(
+    *,
+    session: Session,
+    candidate: Candidate,
+    case: Case,
+    hardware: HardwareKind,
+    reason: JobReason,
+    priority: int = 0,
+    max_attempts: int = 3,
+    purpose: str = "",
+    requested_by: str = "",
+    comparison_id: int | None = None,
+    comparison_round: int | None = None,
+    arm: Arm | None = None,
+    alert_id: int | None = None,
+) -> Enqueued:
+    """Queue a job unless the same one (candidate, case, hardware, reason, purpose) exists."""
+    if case.num_gpus < 1:
+        raise InvalidInput("case", f"case {case.slug!r} needs at least one GPU slot")
+    key = job_key(candidate=candidate, case=case, hardware=hardware, reason=reason, purpose=purpose)
+    existing = session.scalar(select(Job).where(Job.idempotency_key == key))
+    if existing is not None:
+        return Enqueued(job=existing, created=False)
+    job = Job(
+        idempotency_key=key,
+        candidate=candidate,
+        case=case,
+        hardware_kind=hardware,
+        num_gpus=case.num_gpus,
+        reason=reason,
+        priority=priority,
+        state=JobState.QUEUED,
+        max_attempts=max_attempts,
+        attempt_history=[],
+        requested_by=requested_by,
+        comparison_id=comparison_id,
+        comparison_round=comparison_round,
+        arm=arm,
+        alert_id=alert_id,
+    )
+    try:
+        with session.begin_nested():
+            session.add(job)
+            session.flush()
+    except IntegrityError:
+        # Another process enqueued the same job between our check and insert.
+        existing = session.scalar(select(Job).where(Job.idempotency_key == key))
+        if existing is None:
+            raise
+        return Enqueued(job=existing, created=False)
+    return Enqueued(job=job, created=True)
+
+
+def register_runner(
+    *,
+    session: Session,
+    name: str,
+    hardware: HardwareKind,
+    gpu_count: int,
+    labels: dict[str, Any],
+    version: str,
+    host: str,
+    token: ApiToken | None,
+    now: dt.datetime | None = None,
+) -> Runner:
+    """Create or update a runner's advertised capabilities; a registration is a heartbeat."""
+    runner = session.scalar(select(Runner).where(Runner.name == name))
+    if runner is None:
+        runner = Runner(name=name, hardware_kind=hardware)
+        session.add(runner)
+    runner.hardware_kind = hardware
+    runner.gpu_count = gpu_count
+    runner.labels = dict(labels)
+    runner.version = version
+    runner.host = host
+    runner.token_id = token.id if token is not None else None
+    runner.last_heartbeat_at = now or utcnow()
+    session.flush()
+    return runner
+
+
+def get_runner(*, session: Session, name: str) -> Runner:
+    """A registered runner by name."""
+    runner = session.scalar(select(Runner).where(Runner.name == name))
+    if runner is None:
+        raise NotFound(f"no runner named {name!r}; register it first")
+    return runner
+
+
+def expire_leases(*, session: Session, now: dt.datetime | None = None) -> list[Job]:
+    """Put jobs whose lease ran out back in the queue, or fail them after their last attempt."""
+    now = now or utcnow()
+    expired = session.scalars(
+        select(Job)
+        .where(Job.state == JobState.LEASED, Job.lease_expires_at < now)
+        .order_by(Job.id)
+        .with_for_update(skip_locked=True)
+    ).all()
+    for job in expired:
+        runner = session.get(Runner, job.leased_by_runner_id) if job.leased_by_runner_id else None
+        _end_attempt(
+            job,
+            outcome="lease expired",
+            reason=f"lease expired at {job.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC without a heartbeat",
+            runner=runner.name if runner else None,
+            now=now,
+        )
+        if job.attempts >= job.max_attempts:
+            job.state = JobState.FAILED
+            job.finished_at = now
+            job.failure_reason = _all_reasons(job)
+        else:
+            job.state = JobState.QUEUED
+    session.flush()
+    return list(expired)
+
+
+def claim_job(
+    *, session: Session, runner: Runner, lease: dt.timedelta = DEFAULT_LEASE, now: dt.datetime | None = None
+) -> Job | None:
+    """Lease the next job this runner can run, or ``None`` when there is none."""
+    now = now or utcnow()
+    expire_leases(session=session, now=now)
+    runner.last_heartbeat_at = now
+    job = session.scalar(
+        select(Job)
+        .where(
+            Job.state == JobState.QUEUED,
+            Job.hardware_kind_id == runner.hardware_kind_id,
+            Job.num_gpus <= runner.gpu_count,
+        )
+        .order_by(Job.priority.desc(), Job.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    )
+    if job is None:
+        session.flush()
+        return None
+    job.state = JobState.LEASED
+    job.attempts += 1
+    job.leased_by_runner_id = runner.id
+    job.leased_at = now
+    job.lease_expires_at = now + lease
+    session.flush()
+    return job
+
+
+def live_job(
+    *, session: Session, runner: Runner, job_id: int, attempt: int, now: dt.datetime | None = None
+) -> Job:
+    """The job if ``attempt`` is its current, unexpired lease held by ``runner``; else 409/404."""
+    now = now or utcnow()
+    job = session.scalar(select(Job).where(Job.id == job_id).with_for_update())
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    if job.state is not JobState.LEASED or job.attempts != attempt or job.leased_by_runner_id != runner.id:
+        raise Conflict(
+            f"attempt {attempt} of job {job_id} is no longer leased to {runner.name} "
+            f"(job is {job.state.value}, at attempt {job.attempts})"
+        )
+    expired_at = job.lease_expires_at
+    if expired_at is not None and expired_at < now:
+        raise Conflict(f"the lease of attempt {attempt} of job {job_id} expired at {expired_at:%H:%M:%S} UTC")
+    return job
+
+
+def heartbeat(
+    *,
+    session: Session,
+    runner: Runner,
+    job_id: int,
+    attempt: int,
+    lease: dt.timedelta = DEFAULT_LEASE,
+    now: dt.datetime | None = None,
+) -> Job:
+    """Extend the lease of a running attempt."""
+    now = now or utcnow()
+    job = live_job(session=session, runner=runner, job_id=job_id, attempt=attempt, now=now)
+    job.lease_expires_at = now + lease
+    runner.last_heartbeat_at = now
+    session.flush()
+    return job
+
+
+def release_job(
+    *,
+    session: Session,
+    runner: Runner,
+    job_id: int,
+    attempt: int,
+    reason: str,
+    now: dt.datetime | None = None,
+) -> Job:
+    """Give a job back (the runner is shutting down); the attempt does not count against retries."""
+    now = now or utcnow()
+    job = live_job(session=session, runner=runner, job_id=job_id, attempt=attempt, now=now)
+    _end_attempt(
+        job, outcome="released", reason=reason or "released by the runner", runner=runner.name, now=now
+    )
+    job.max_attempts += 1  # a clean hand-back is not a failed attempt
+    job.state = JobState.QUEUED
+    session.flush()
+    return job
+
+
+def finish_job(
+    *, job: Job, runner: Runner, failure_reason: str | None, now: dt.datetime | None = None
+) -> None:
+    """Close a job after its attempt uploaded a run: done, or failed with the run's reason."""
+    now = now or utcnow()
+    _end_attempt(
+        job,
+        outcome="failed" if failure_reason else "done",
+        reason=failure_reason or "",
+        runner=runner.name,
+        now=now,
+    )
+    job.state = JobState.FAILED if failure_reason else JobState.DONE
+    job.failure_reason = failure_reason
+    job.finished_at = now
+
+
+def cancel_job(*, session: Session, job_id: int, reason: str, now: dt.datetime | None = None) -> Job:
+    """Cancel a queued or leased job (a leased attempt's later upload is then refused)."""
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    if job.state in (JobState.DONE, JobState.FAILED, JobState.CANCELLED):
+        raise Conflict(f"job {job_id} is already {job.state.value}")
+    job.state = JobState.CANCELLED
+    job.failure_reason = reason
+    job.finished_at = now or utcnow()
+    session.flush()
+    return job
+
+
+def _end_attempt(job: Job, *, outcome: str, reason: str, runner: str | None, now: dt.datetime) -> None:
+    entry = {
+        "attempt": job.attempts,
+        "runner": runner,
+        "outcome": outcome,
+        "reason": reason,
+        "at": now.isoformat(),
+    }
+    job.attempt_history = [
+        *job.attempt_history,
+        entry,
+    ]  # reassign: JSON columns track assignment, not mutation
+    job.leased_by_runner_id = None
+    job.lease_expires_at = None
+
+
+def _all_reasons(job: Job) -> str:
+    lines = [
+        f"attempt {entry['attempt']}: {entry['outcome']}: {entry['reason']}" for entry in job.attempt_history
+    ]
+    return f"failed after {job.attempts} attempts; " + "; ".join(lines)
+
+
+@dataclass(frozen=True)
+class RunnerStatus:
+    """A runner with what is derived about it: online or not, the job it holds."""
+
+    runner: Runner
+    online: bool
+    current_job_id: int | None
+
+
+def list_runners(
+    *, session: Session, offline_after: dt.timedelta, now: dt.datetime | None = None
+) -> list[RunnerStatus]:
+    """Every registered runner, online first; the current job is the one it holds a lease on."""
+    now = now or utcnow()
+    runners = session.scalars(select(Runner).order_by(Runner.name)).all()
+    holding = dict(
+        session.execute(
+            select(Job.leased_by_runner_id, Job.id).where(
+                Job.state == JobState.LEASED, Job.leased_by_runner_id.is_not(None)
+            )
+        ).tuples()
+    )
+    statuses = [
+        RunnerStatus(
+            runner=runner,
+            online=runner.last_heartbeat_at is not None and now - runner.last_heartbeat_at <= offline_after,
+            current_job_id=holding.get(runner.id),
+        )
+        for runner in runners
+    ]
+    statuses.sort(key=lambda status: (not status.online, status.runner.name))
+    return statuses
+
+
+def list_jobs(
+    *, session: Session, state: JobState | None = None, hardware: HardwareKind | None = None, limit: int = 200
+) -> list[Job]:
+    """Jobs newest first, optionally of one state and hardware kind."""
+    query = (
+        select(Job)
+        .order_by(Job.id.desc())
+        .limit(limit)
+        .options(
+            selectinload(Job.case),
+            selectinload(Job.hardware_kind),
+            selectinload(Job.candidate),
+            selectinload(Job.leased_by),
+        )
+    )
+    if state is not None:
+        query = query.where(Job.state == state)
+    if hardware is not None:
+        query = query.where(Job.hardware_kind_id == hardware.id)
+    return list(session.scalars(query))
+
+
+def get_job(*, session: Session, job_id: int) -> Job:
+    """One job by id."""
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    return job

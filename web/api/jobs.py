@@ -1,0 +1,160 @@
+"""The job queue: enqueue (admin), list, and the runner side of an attempt (heartbeat, result, release)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from tracker.catalog import get_current_case, get_hardware_kind
+from tracker.errors import InvalidInput
+from tracker.ingest import IngestLimits, ingest_job_result
+from tracker.jobs import cancel_job, enqueue_job, get_job, get_runner, heartbeat, list_jobs, release_job
+from tracker.models import JobReason, JobState
+from tracker.models.enums import enum_values
+from tracker.schemas import JobResultIn
+from tracker.vcs import ensure_candidate, upsert_commit
+from web.deps import AdminTokenDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
+from web.schemas import AttemptIn, EnqueueIn, EnqueueOut, JobOut, LeaseOut, ResultCreated, job_out
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+RunnerName = Annotated[str, Query(min_length=1, max_length=128, description="the runner holding the lease")]
+
+
+@router.post("", response_model=EnqueueOut, status_code=status.HTTP_201_CREATED)
+def enqueue(
+    body: EnqueueIn, response: Response, session: WriteSessionDep, token: AdminTokenDep
+) -> EnqueueOut:
+    """Queue a case on a candidate (commit plus patches); the same request twice queues one job."""
+    case = get_current_case(session=session, slug=body.case)
+    kind = get_hardware_kind(session=session, name=body.hardware)
+    if case.repository is None:
+        raise InvalidInput("case", f"case {case.slug!r} has no repository in its suite")
+    commit = upsert_commit(session=session, repository=case.repository, commit=body.commit)
+    candidate = ensure_candidate(session=session, base=commit, patches=body.patches)
+    outcome = enqueue_job(
+        session=session,
+        candidate=candidate,
+        case=case,
+        hardware=kind,
+        reason=JobReason(body.reason),
+        priority=body.priority,
+        purpose=body.purpose,
+        requested_by=token.name,
+    )
+    session.commit()
+    if not outcome.created:
+        response.status_code = status.HTTP_200_OK
+    return EnqueueOut(job=job_out(outcome.job), created=outcome.created)
+
+
+@router.get("", response_model=list[JobOut])
+def list_queue(
+    session: SessionDep,
+    settings: SettingsDep,
+    state: str | None = None,
+    hardware: str | None = None,
+    limit: Annotated[int, Query(ge=1)] = 200,
+) -> list[JobOut]:
+    """Jobs, newest first, filtered by state and hardware kind."""
+    chosen_state = None
+    if state is not None:
+        if state not in enum_values(JobState):
+            raise InvalidInput("state", f"unknown state {state!r}; valid: {', '.join(enum_values(JobState))}")
+        chosen_state = JobState(state)
+    kind = get_hardware_kind(session=session, name=hardware) if hardware else None
+    jobs = list_jobs(
+        session=session, state=chosen_state, hardware=kind, limit=min(limit, settings.max_page_size)
+    )
+    return [job_out(job) for job in jobs]
+
+
+@router.get("/{job_id}", response_model=JobOut, responses={404: {"description": "No such job"}})
+def read_job(job_id: int, session: SessionDep) -> JobOut:
+    """One job with its attempt history."""
+    return job_out(get_job(session=session, job_id=job_id))
+
+
+@router.post(
+    "/{job_id}/heartbeat",
+    response_model=LeaseOut,
+    responses={409: {"description": "The attempt lost its lease"}},
+)
+def beat(
+    job_id: int,
+    body: AttemptIn,
+    runner: RunnerName,
+    session: WriteSessionDep,
+    settings: SettingsDep,
+    _t: RunnerTokenDep,
+) -> LeaseOut:
+    """Extend the lease of a running attempt."""
+    owner = get_runner(session=session, name=runner)
+    job = heartbeat(
+        session=session,
+        runner=owner,
+        job_id=job_id,
+        attempt=body.attempt,
+        lease=dt.timedelta(seconds=settings.lease_seconds),
+    )
+    session.commit()
+    assert job.lease_expires_at is not None
+    return LeaseOut(job_id=job.id, attempt=job.attempts, lease_expires_at=job.lease_expires_at)
+
+
+@router.post(
+    "/{job_id}/result",
+    response_model=ResultCreated,
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"description": "This attempt's result was stored before; nothing new"},
+        409: {"description": "The attempt's lease expired or the job moved on; nothing stored"},
+        413: {"description": "Body or log over the size limit"},
+    },
+)
+def upload_result(
+    job_id: int,
+    body: JobResultIn,
+    runner: RunnerName,
+    response: Response,
+    session: WriteSessionDep,
+    settings: SettingsDep,
+    _t: RunnerTokenDep,
+) -> ResultCreated:
+    """Store the run of one attempt (a failure too: its reason and log are kept)."""
+    owner = get_runner(session=session, name=runner)
+    limits = IngestLimits(max_log_bytes=settings.max_log_bytes, max_steps_per_run=settings.max_steps_per_run)
+    outcome = ingest_job_result(session=session, runner=owner, job_id=job_id, result=body, limits=limits)
+    session.commit()
+    if not outcome.created:
+        response.status_code = status.HTTP_200_OK
+    run = outcome.run
+    return ResultCreated(
+        run_id=run.id,
+        created=outcome.created,
+        status=run.status.value,
+        denoise_step_ms=run.denoise_step_ms,
+        url=f"/runs/{run.id}",
+    )
+
+
+@router.post(
+    "/{job_id}/release", response_model=JobOut, responses={409: {"description": "Not this runner's lease"}}
+)
+def release(
+    job_id: int, body: AttemptIn, runner: RunnerName, session: WriteSessionDep, _t: RunnerTokenDep
+) -> JobOut:
+    """Hand a job back to the queue (runner shutting down); it does not use up an attempt."""
+    owner = get_runner(session=session, name=runner)
+    job = release_job(session=session, runner=owner, job_id=job_id, attempt=body.attempt, reason=body.reason)
+    session.commit()
+    return job_out(job)
+
+
+@router.post("/{job_id}/cancel", response_model=JobOut, responses={409: {"description": "Already finished"}})
+def cancel(job_id: int, session: WriteSessionDep, token: AdminTokenDep) -> JobOut:
+    """Cancel a queued or running job."""
+    job = cancel_job(session=session, job_id=job_id, reason=f"cancelled by {token.name}")
+    session.commit()
+    return job_out(job)

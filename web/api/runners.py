@@ -1,0 +1,70 @@
+"""Runners: register, claim work, and the registry."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from fastapi import APIRouter, Response, status
+
+from tracker.catalog import carried_patches_for, get_hardware_kind
+from tracker.jobs import claim_job, get_runner, list_runners, register_runner
+from web.deps import RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
+from web.schemas import JobSpecOut, RunnerIn, RunnerOut, job_spec_out, runner_out
+
+router = APIRouter(prefix="/runners", tags=["runners"])
+
+
+@router.post("", response_model=RunnerOut, responses={401: {"description": "Bad token"}})
+def register(
+    body: RunnerIn, session: WriteSessionDep, settings: SettingsDep, token: RunnerTokenDep
+) -> RunnerOut:
+    """Register a runner (or update what it advertises): hardware kind, GPU count, labels, version."""
+    kind = get_hardware_kind(session=session, name=body.hardware)
+    runner = register_runner(
+        session=session,
+        name=body.name,
+        hardware=kind,
+        gpu_count=body.gpu_count,
+        labels=body.labels,
+        version=body.version,
+        host=body.host,
+        token=token,
+    )
+    session.commit()
+    offline_after = dt.timedelta(seconds=settings.runner_offline_after_s)
+    status_ = next(
+        s for s in list_runners(session=session, offline_after=offline_after) if s.runner.id == runner.id
+    )
+    return runner_out(status_)
+
+
+@router.post(
+    "/{name}/claim",
+    response_model=JobSpecOut,
+    responses={
+        204: {"description": "No work for this runner now"},
+        404: {"description": "Runner not registered"},
+    },
+)
+def claim(
+    name: str, session: WriteSessionDep, settings: SettingsDep, _token: RunnerTokenDep
+) -> JobSpecOut | Response:
+    """Lease the next job this runner's hardware kind and GPU count can run."""
+    runner = get_runner(session=session, name=name)
+    job = claim_job(session=session, runner=runner, lease=dt.timedelta(seconds=settings.lease_seconds))
+    if job is None:
+        session.commit()
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    carried = carried_patches_for(
+        session=session, repository_id=job.candidate.repository_id, hardware_kind_id=job.hardware_kind_id
+    )
+    spec = job_spec_out(job, carried, settings.lease_seconds)
+    session.commit()
+    return spec
+
+
+@router.get("", response_model=list[RunnerOut])
+def list_all(session: SessionDep, settings: SettingsDep) -> list[RunnerOut]:
+    """The runner registry: online first, with the job each one holds."""
+    offline_after = dt.timedelta(seconds=settings.runner_offline_after_s)
+    return [runner_out(status_) for status_ in list_runners(session=session, offline_after=offline_after)]
