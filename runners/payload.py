@@ -37,37 +37,16 @@ def import_key(
     return "import:" + digest.hexdigest()[:48]
 
 
-def result_payload(
+def measurement_body(
     parsed: ParsedRun,
     *,
-    case: str,
-    hardware: str,
-    commit: CommitInfo,
-    idempotency_key: str,
-    patches: list[str] | None = None,
     raw_log: str = "",
     perf_dump: dict[str, Any] | None = None,
     command: str = "",
     environment: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The upload body; numbers the parser could not establish are left out, never invented."""
-    commit_body: dict[str, Any] = {
-        "sha": commit.sha,
-        "title": commit.title,
-        "author_name": commit.author_name,
-        "author_email": commit.author_email,
-        "parents": list(commit.parents),
-    }
-    if commit.committed_at:
-        commit_body["committed_at"] = commit.committed_at
-    if commit.branch:
-        commit_body["branch"] = commit.branch
+    """The measurement part of an upload; numbers the parser could not establish are left out."""
     body: dict[str, Any] = {
-        "case": case,
-        "hardware": hardware,
-        "commit": commit_body,
-        "patches": list(patches or []),
-        "idempotency_key": idempotency_key,
         "status": parsed.status.value,
         "step_times_ms": list(parsed.step_times_ms),
         "stages": [{"name": stage.name, "duration_ms": stage.duration_ms} for stage in parsed.stages],
@@ -90,6 +69,51 @@ def result_payload(
         "peak_memory_mb": parsed.peak_memory_mb,
     }
     body.update({key: value for key, value in optional.items() if value is not None})
+    return body
+
+
+def commit_body(commit: CommitInfo) -> dict[str, Any]:
+    """The ``commit`` object of an upload."""
+    body: dict[str, Any] = {
+        "sha": commit.sha,
+        "title": commit.title,
+        "author_name": commit.author_name,
+        "author_email": commit.author_email,
+        "parents": list(commit.parents),
+    }
+    if commit.committed_at:
+        body["committed_at"] = commit.committed_at
+    if commit.branch:
+        body["branch"] = commit.branch
+    return body
+
+
+def result_payload(
+    parsed: ParsedRun,
+    *,
+    case: str,
+    hardware: str,
+    commit: CommitInfo,
+    idempotency_key: str,
+    patches: list[str] | None = None,
+    raw_log: str = "",
+    perf_dump: dict[str, Any] | None = None,
+    command: str = "",
+    environment: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The body of ``POST /api/v1/results`` (an import made outside any job)."""
+    body = measurement_body(
+        parsed, raw_log=raw_log, perf_dump=perf_dump, command=command, environment=environment
+    )
+    body.update(
+        {
+            "case": case,
+            "hardware": hardware,
+            "commit": commit_body(commit),
+            "patches": list(patches or []),
+            "idempotency_key": idempotency_key,
+        }
+    )
     return body
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ class WorkloadContext:
     timeout_s: float = 3600.0
     max_log_bytes: int = 8 * 1024 * 1024
     on_output: Callable[[str], None] | None = None  # each output line, for progress display
+    # Set by the agent to stop the benchmark early (runner stopping, lease lost); optional.
+    cancel: threading.Event | None = None
 
 
 class Workload(Protocol):

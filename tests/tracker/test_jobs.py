@@ -138,7 +138,8 @@ def test_upload_is_per_attempt_idempotent_and_late_uploads_are_refused(session: 
     again = ingest_job_result(
         session=session, runner=second, job_id=job.id, result=job_result(attempt=2), limits=LIMITS, now=T1
     )
-    assert stored.created and not again.created
+    assert stored.created
+    assert not again.created
     assert stored.run.id == again.run.id
     assert job.state is JobState.DONE
     assert session.scalars(select(Run).where(Run.job_id == job.id)).all() == [stored.run]

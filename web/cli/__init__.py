@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from web.cli import db_cmd, logs_cmd, serve_cmd, suites_cmd, token_cmd
+from web.cli import db_cmd, logs_cmd, runner_cmd, serve_cmd, suites_cmd, token_cmd
 
 app = typer.Typer(
     name="perftrack",
@@ -24,6 +24,7 @@ app.add_typer(suites_cmd.app, name="suites")
 app.command("serve")(serve_cmd.serve)
 app.command("parse-log")(logs_cmd.parse_log)
 app.command("import-log")(logs_cmd.import_log)
+app.command("runner")(runner_cmd.runner)
 
 
 def main() -> None:

@@ -1,0 +1,301 @@
+"""The runner agent: lease a job, build the candidate, run the case, upload the result.
+
+A benchmark that crashes, hangs or prints nothing becomes a failed run with its reason and log;
+the agent itself keeps going. Results the tracker cannot take right now wait in a spool under the
+workdir and are retried with backoff, so a tracker restart mid-upload loses nothing, and the
+tracker's per-attempt idempotency stores nothing twice. On a stop request (SIGTERM) the running
+benchmark is stopped and the job handed back to the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runners.candidates import BuiltCandidate, CandidateBuilder, CandidateBuildError
+from runners.client import LeaseLost, TrackerClient, TrackerError, TrackerUnavailable
+from runners.gitmeta import commit_info
+from runners.jobspec import JobSpec
+from runners.parsing import ParsedRun, ParseError, RunStatus, parse_run
+from runners.parsing.served import summarize_served
+from runners.payload import commit_body, measurement_body
+from runners.spool import Spool
+from runners.workloads.base import Workload, WorkloadContext, WorkloadResult
+
+logger = logging.getLogger("perftrack.runner")
+AGENT_VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """How this agent identifies itself and where it works."""
+
+    name: str
+    hardware: str
+    gpus: int
+    workdir: Path
+    labels: dict[str, str] = field(default_factory=dict)
+    poll_interval_s: float = 10.0
+    max_log_bytes: int = 8 * 1024 * 1024
+    upload_backoff_s: float = 5.0
+
+
+@dataclass
+class JobEvents:
+    """Callbacks for progress display; every one is optional."""
+
+    on_job: Callable[[JobSpec], None] | None = None
+    on_phase: Callable[[JobSpec, str], None] | None = None
+    on_output: Callable[[str], None] | None = None
+    on_done: Callable[[JobSpec, dict[str, Any]], None] | None = None
+
+
+class Agent:
+    """One runner: polls the tracker and runs one job at a time."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        client: TrackerClient,
+        builder: CandidateBuilder,
+        workloads: Mapping[str, Workload],
+        events: JobEvents | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.builder = builder
+        self.workloads = dict(workloads)
+        self.events = events or JobEvents()
+        self.spool = Spool(config.workdir / "spool")
+        self._stop = threading.Event()
+        self._cancel = threading.Event()  # stops the running benchmark
+
+    def request_stop(self) -> None:
+        """Stop after handing back the running job (SIGTERM)."""
+        self._stop.set()
+        self._cancel.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was requested."""
+        return self._stop.is_set()
+
+    def register(self) -> None:
+        """Tell the tracker who this runner is and what it can run."""
+        self.client.register(
+            name=self.config.name,
+            hardware=self.config.hardware,
+            gpu_count=self.config.gpus,
+            labels=self.config.labels,
+            version=AGENT_VERSION,
+            host=platform.node(),
+        )
+
+    def run(self, *, once: bool = False, idle_exit: Callable[[], bool] | None = None) -> int:
+        """Poll and run jobs until stopped; ``once``: until the queue is empty (after one pass)."""
+        self.register()
+        while not self._stop.is_set():
+            self.flush_spool()
+            try:
+                job = self.client.claim(self.config.name)
+            except TrackerUnavailable as error:
+                logger.warning("tracker unavailable: %s", error)
+                job = None
+            if job is None:
+                if once or (idle_exit is not None and idle_exit()):
+                    break
+                self._stop.wait(self.config.poll_interval_s)
+                continue
+            self.run_job(job)
+        self.flush_spool()
+        return 0 if not self.spool.pending() else 1
+
+    def run_job(self, job: JobSpec) -> None:
+        """Build, run and upload one leased job; hand it back if a stop comes in meanwhile."""
+        self._cancel.clear()
+        if self.events.on_job:
+            self.events.on_job(job)
+        lease_lost = threading.Event()
+        finished = threading.Event()
+        beat = threading.Thread(
+            target=self._heartbeat,
+            args=(job, lease_lost, finished),
+            daemon=True,
+            name=f"heartbeat-{job.job_id}",
+        )
+        beat.start()
+        try:
+            payload = self._execute(job)
+        finally:
+            finished.set()
+            beat.join(timeout=30)
+        if self._stop.is_set():
+            self._release(job, "runner stopped (SIGTERM) before the benchmark finished")
+            return
+        if lease_lost.is_set():
+            logger.warning(
+                "job %s attempt %s lost its lease; its result is kept in the spool", job.job_id, job.attempt
+            )
+        self._phase(job, "uploading")
+        self._upload(job, payload)
+        if self.events.on_done:
+            self.events.on_done(job, payload)
+
+    def _execute(self, job: JobSpec) -> dict[str, Any]:
+        job_dir = self.config.workdir / "jobs" / f"{job.job_id}-{job.attempt}"
+        shutil.rmtree(job_dir, ignore_errors=True)
+        job_dir.mkdir(parents=True)
+        try:
+            self._phase(job, "building")
+            with self.builder.build(job.repository, job.candidate) as built:
+                self._phase(job, "running")
+                result = self._run_workload(job, built, job_dir)
+                commit = commit_info(built.path, job.candidate.base_sha)
+            return self._payload(job, result, built, commit_body(commit) if commit else None)
+        except CandidateBuildError as error:
+            return self._failure(job, f"candidate build failed: {error}", log=str(error))
+        except Exception as error:  # the agent survives anything one job does
+            logger.exception("job %s failed inside the agent", job.job_id)
+            return self._failure(job, f"runner error: {error.__class__.__name__}: {error}", log=str(error))
+        finally:
+            shutil.rmtree(job_dir, ignore_errors=True)
+
+    def _run_workload(self, job: JobSpec, built: BuiltCandidate, job_dir: Path) -> WorkloadResult:
+        workload = self.workloads.get(job.case.workload)
+        if workload is None:
+            known = ", ".join(sorted(self.workloads)) or "none"
+            return WorkloadResult(
+                command="",
+                log_text="",
+                failure=f"this runner has no {job.case.workload!r} workload (has: {known})",
+            )
+        context = WorkloadContext(
+            tree=built.path,
+            job_dir=job_dir,
+            gpu_ids=tuple(range(min(job.case.num_gpus, self.config.gpus)))
+            if self.config.hardware != "cpu"
+            else (),
+            candidate_sha=built.head_sha,
+            timeout_s=float(job.case.timeout_s),
+            max_log_bytes=self.config.max_log_bytes,
+            on_output=self.events.on_output,
+            cancel=self._cancel,
+        )
+        return workload.run(job.case, context)
+
+    def _payload(
+        self, job: JobSpec, result: WorkloadResult, built: BuiltCandidate, commit: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        parsed = self._parse(job, result)
+        perf_dump = _json_object(result.perf_dump_text)
+        body = measurement_body(
+            parsed,
+            raw_log=result.log_text,
+            perf_dump=perf_dump,
+            command=result.command,
+            environment=result.environment,
+        )
+        body.update(
+            {
+                "attempt": job.attempt,
+                "log_truncated": result.log_truncated,
+                "compile": {
+                    "graph_breaks": result.compile.graph_breaks,
+                    "recompiles": result.compile.recompiles,
+                    "unique_graphs": result.compile.unique_graphs,
+                    "frames_compiled": result.compile.frames_compiled,
+                },
+                "request_latencies_ms": [value for value in result.request_latencies_ms if value > 0],
+                "build": {
+                    "head_sha": built.head_sha,
+                    "tree_sha": built.tree_sha,
+                    "patches_applied": list(built.patches_applied),
+                    "patches_already_in": list(built.patches_already_in),
+                    "build_reused": built.build_reused,
+                },
+            }
+        )
+        if commit is not None:
+            body["commit"] = commit
+        return body
+
+    def _parse(self, job: JobSpec, result: WorkloadResult) -> ParsedRun:
+        """The measurement, or a failure that says what went wrong (never a number from a failed run)."""
+        if result.failure:
+            return ParsedRun(status=RunStatus.FAILED, failure_reason=result.failure, sources=("log",))
+        try:
+            if job.case.mode == "serve":
+                return summarize_served(result.log_text, result.request_latencies_ms)
+            if not result.log_text.strip() and not result.perf_dump_text:
+                return ParsedRun(status=RunStatus.FAILED, failure_reason="the benchmark printed nothing")
+            return parse_run(result.log_text or None, result.perf_dump_text)
+        except ParseError as error:
+            return ParsedRun(status=RunStatus.FAILED, failure_reason=f"unreadable output: {error}")
+
+    def _failure(self, job: JobSpec, reason: str, log: str) -> dict[str, Any]:
+        body = measurement_body(ParsedRun(status=RunStatus.FAILED, failure_reason=reason[:4000]), raw_log=log)
+        body["attempt"] = job.attempt
+        return body
+
+    def _heartbeat(self, job: JobSpec, lease_lost: threading.Event, finished: threading.Event) -> None:
+        interval = max(1.0, job.lease_seconds / 3)
+        while not finished.wait(interval):
+            try:
+                self.client.heartbeat(runner=self.config.name, job_id=job.job_id, attempt=job.attempt)
+            except LeaseLost:
+                # Someone else may run the job now; finishing ours is wasted work.
+                lease_lost.set()
+                self._cancel.set()
+                return
+            except TrackerError as error:
+                logger.warning("heartbeat for job %s failed: %s", job.job_id, error)
+
+    def _upload(self, job: JobSpec, payload: dict[str, Any]) -> None:
+        path = self.spool.put(job_id=job.job_id, runner=self.config.name, payload=payload)
+        logger.info("job %s attempt %s spooled at %s", job.job_id, job.attempt, path)
+        self.flush_spool()
+
+    def flush_spool(self) -> None:
+        """Upload what waits in the spool; keep what the tracker cannot take yet."""
+        for item in self.spool.pending():
+            try:
+                self.client.upload(runner=item.runner, job_id=item.job_id, payload=item.payload)
+            except TrackerUnavailable as error:
+                logger.warning("upload of job %s deferred: %s", item.job_id, error)
+                return
+            except LeaseLost as error:
+                self.spool.reject(item, f"tracker refused the attempt: {error.detail}")
+                continue
+            except TrackerError as error:
+                self.spool.reject(item, f"tracker refused the upload: {error}")
+                continue
+            self.spool.done(item)
+
+    def _release(self, job: JobSpec, reason: str) -> None:
+        try:
+            self.client.release(
+                runner=self.config.name, job_id=job.job_id, attempt=job.attempt, reason=reason
+            )
+        except TrackerError as error:
+            logger.warning("could not release job %s (its lease will expire): %s", job.job_id, error)
+
+    def _phase(self, job: JobSpec, phase: str) -> None:
+        if self.events.on_phase:
+            self.events.on_phase(job, phase)
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

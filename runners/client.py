@@ -1,0 +1,143 @@
+"""HTTP client of the tracker for runner agents (httpx), with retries and backoff.
+
+Connection errors, timeouts, 429 and 5xx answers are retried with exponential backoff; a 409
+means the attempt lost its lease (:class:`LeaseLost`); any other 4xx is a :class:`TrackerError`
+carrying the tracker's message, never retried.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from runners.jobspec import JobSpec
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class TrackerError(Exception):
+    """The tracker refused a request; ``status`` is the HTTP status (0: never reached)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"{status}: {detail}" if status else detail)
+        self.status = status
+        self.detail = detail
+
+
+class LeaseLost(TrackerError):
+    """409: the attempt's lease expired or the job moved on; its result will never be accepted."""
+
+
+class TrackerUnavailable(TrackerError):
+    """The tracker could not be reached (or kept failing) after every retry."""
+
+
+class TrackerClient:
+    """The runner endpoints of ``/api/v1``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout_s: float = 30.0,
+        retries: int = 5,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/api/v1",
+            headers={"Authorization": f"Bearer {token}", "User-Agent": "perftrack-runner"},
+            timeout=timeout_s,
+            transport=transport,
+        )
+        self._retries = retries
+        self._backoff_s = backoff_s
+        self._max_backoff_s = max_backoff_s
+        self._sleep = sleep
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def register(
+        self, *, name: str, hardware: str, gpu_count: int, labels: dict[str, str], version: str, host: str
+    ) -> dict[str, Any]:
+        """Register this runner (or update what it advertises)."""
+        body = {
+            "name": name,
+            "hardware": hardware,
+            "gpu_count": gpu_count,
+            "labels": labels,
+            "version": version,
+            "host": host,
+        }
+        return self._json(self._request("POST", "/runners", json=body))
+
+    def claim(self, runner: str) -> JobSpec | None:
+        """Lease the next job, or ``None`` when the queue has nothing for this runner."""
+        response = self._request("POST", f"/runners/{runner}/claim")
+        if response.status_code == 204:
+            return None
+        return JobSpec.from_json(self._json(response))
+
+    def heartbeat(self, *, runner: str, job_id: int, attempt: int) -> None:
+        """Extend the lease; :class:`LeaseLost` when it is gone."""
+        self._request(
+            "POST", f"/jobs/{job_id}/heartbeat", params={"runner": runner}, json={"attempt": attempt}
+        )
+
+    def upload(self, *, runner: str, job_id: int, payload: dict[str, Any]) -> dict[str, Any]:
+        """Upload one attempt's result; a repeat answers with the stored run."""
+        return self._json(
+            self._request("POST", f"/jobs/{job_id}/result", params={"runner": runner}, json=payload)
+        )
+
+    def release(self, *, runner: str, job_id: int, attempt: int, reason: str) -> None:
+        """Hand the job back to the queue."""
+        self._request(
+            "POST",
+            f"/jobs/{job_id}/release",
+            params={"runner": runner},
+            json={"attempt": attempt, "reason": reason},
+        )
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        delay = self._backoff_s
+        last_problem = ""
+        for attempt in range(self._retries + 1):
+            if attempt:
+                self._sleep(delay)
+                delay = min(delay * 2, self._max_backoff_s)
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except httpx.TransportError as error:
+                last_problem = f"cannot reach the tracker: {error.__class__.__name__}: {error}"
+                continue
+            if response.status_code in RETRYABLE_STATUS:
+                last_problem = f"tracker answered {response.status_code}: {_detail(response)}"
+                continue
+            if response.status_code == 409:
+                raise LeaseLost(409, _detail(response))
+            if response.status_code >= 400:
+                raise TrackerError(response.status_code, _detail(response))
+            return response
+        raise TrackerUnavailable(0, f"{method} {path}: {last_problem} (after {self._retries + 1} tries)")
+
+    @staticmethod
+    def _json(response: httpx.Response) -> dict[str, Any]:
+        data: dict[str, Any] = response.json()
+        return data
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except ValueError:
+        detail = None
+    return str(detail) if detail else response.text[:500]

@@ -1,0 +1,116 @@
+"""Command lines and environment of a benchmark run, built from a case the way maintainers type them.
+
+``CaseSpec.params`` and ``CaseSpec.flags`` are keyed by sglang's own flag names: ``True`` renders
+``--flag``, a string or number ``--flag value``, a list ``--flag v1 v2``, ``False``/``None`` nothing.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from runners.jobspec import CaseSpec
+
+DEFAULT_GENERATE = ("sglang", "generate")
+DEFAULT_SERVE = ("sglang", "serve")
+TORCH_LOGS = "graph_breaks,recompiles"
+
+# Generation parameters come first, in the order maintainers write them; any other parameter
+# follows in the case's order. A fixed order keeps the command (and the case's identity) stable
+# even if the case went through a JSON store that reorders keys.
+_PARAM_ORDER = (
+    "prompt",
+    "negative-prompt",
+    "image-path",
+    "width",
+    "height",
+    "num-frames",
+    "fps",
+    "num-inference-steps",
+    "guidance-scale",
+    "true-cfg-scale",
+    "seed",
+)
+# Shown in the reproduction line when set; the rest of the inherited environment is noise.
+SHOWN_ENV = ("CUDA_VISIBLE_DEVICES", "SGLANG_GIT_COMMIT", "TORCH_LOGS")
+
+
+def render_value(value: Any) -> list[str]:
+    """The argv words for one flag value (after the flag itself)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, list | tuple):
+        return [word for item in value for word in render_value(item)]
+    return [str(value)]
+
+
+def render_options(options: Iterable[tuple[str, Any]]) -> list[str]:
+    """``--name value`` words for (name, value) pairs; ``False``/``None`` are left out."""
+    words: list[str] = []
+    for name, value in options:
+        if value is False or value is None:
+            continue
+        words.append(f"--{name}")
+        if value is not True:
+            words.extend(render_value(value))
+    return words
+
+
+def ordered_params(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The case's generation parameters in command-line order."""
+    known = [(name, params[name]) for name in _PARAM_ORDER if name in params]
+    rest = [(name, value) for name, value in params.items() if name not in _PARAM_ORDER]
+    return known + rest
+
+
+def build_generate_command(
+    case: CaseSpec, perf_dump_path: Path, executable: Sequence[str] = DEFAULT_GENERATE
+) -> list[str]:
+    """``sglang generate --model-path M <params> <flags in suite order> --perf-dump-path P``."""
+    return [
+        *executable,
+        "--model-path",
+        case.model,
+        *render_options(ordered_params(case.params)),
+        *render_options(case.flags.items()),
+        "--perf-dump-path",
+        str(perf_dump_path),
+    ]
+
+
+def build_serve_command(case: CaseSpec, port: int, executable: Sequence[str] = DEFAULT_SERVE) -> list[str]:
+    """``sglang serve --model-path M <flags in suite order> --port P``; parameters go into requests."""
+    return [*executable, "--model-path", case.model, *render_options(case.flags.items()), "--port", str(port)]
+
+
+def benchmark_env(
+    base: Mapping[str, str],
+    *,
+    candidate_sha: str,
+    gpu_ids: Sequence[int],
+    extra: Mapping[str, str] | None = None,
+    pythonpath: Path | None = None,
+) -> dict[str, str]:
+    """The child's environment: ``base`` plus what every benchmark run sets."""
+    env = dict(base)
+    env.update(extra or {})
+    env["SGLANG_GIT_COMMIT"] = candidate_sha  # perf dumps record the commit they measured
+    if gpu_ids:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(gpu) for gpu in gpu_ids)
+    else:
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+    env["TORCH_LOGS"] = TORCH_LOGS  # graph breaks and recompiles, counted from the output
+    env["PYTHONUNBUFFERED"] = "1"  # lines arrive as printed, so a timeout keeps the last ones
+    if pythonpath is not None:
+        inherited = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = f"{pythonpath}:{inherited}" if inherited else str(pythonpath)
+    return env
+
+
+def render_command(argv: Sequence[str], env: Mapping[str, str], shown: Iterable[str] = SHOWN_ENV) -> str:
+    """The shell line that reproduces a run: the variables named in ``shown`` that are set, then argv."""
+    names = list(dict.fromkeys(shown))
+    assignments = [f"{name}={shlex.quote(env[name])}" for name in names if name in env]
+    return " ".join([*assignments, shlex.join(argv)])

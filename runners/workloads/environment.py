@@ -1,0 +1,187 @@
+"""What a run ran on: host, CPU, GPUs (model, driver, CUDA, clocks, temperature, power), torch and sglang.
+
+GPU state is read with ``nvidia-smi`` before and after the run, so a throttled or hot GPU shows up
+next to the number it slowed down. Package versions come from the interpreter the benchmark itself
+uses, never from the runner's own environment (they are different virtualenvs on a GPU host).
+Every probe tolerates failure: an environment with holes beats a run that did not happen.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GPU_FIELDS = ("index", "name", "driver_version", "clocks.sm", "clocks.mem", "temperature.gpu", "power.draw")
+NO_NVIDIA_SMI = "none (nvidia-smi not found)"
+_CUDA_VERSION = re.compile(r"CUDA Version:\s*(?P<v>[\d.]+)")
+
+# Run by the benchmark's interpreter. importlib.metadata gives versions without importing the
+# packages; torch is imported for the CUDA version it was built with, and every step may fail.
+_VERSIONS_SCRIPT = """
+import json
+from importlib import metadata
+out = {}
+for name in ("torch", "sglang"):
+    try:
+        out[name] = metadata.version(name)
+    except Exception as error:
+        out[name] = None
+        out[name + "_error"] = type(error).__name__
+try:
+    import torch
+    out["torch_cuda"] = torch.version.cuda
+except Exception as error:
+    out["torch_cuda"] = None
+print("PERFTRACK_VERSIONS " + json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class EnvironmentProbe:
+    """How to look at the machine. ``nvidia_smi`` is an argv prefix so tests can pass a fake script."""
+
+    nvidia_smi: tuple[str, ...] = ("nvidia-smi",)
+    timeout_s: float = 30.0
+
+    def static(self, *, python: str | None, env: Mapping[str, str], gpu_ids: Sequence[int]) -> dict[str, Any]:
+        """Host, OS, CPU, GPU model/driver/CUDA and package versions: what does not change during a run."""
+        info: dict[str, Any] = {
+            "host": socket.gethostname(),
+            "os": platform.platform(),
+            "python": platform.python_version(),
+            "cpu_model": cpu_model(),
+            "cpu_count": os.cpu_count(),
+            "gpu_ids": list(gpu_ids),
+        }
+        info.update(self._gpu_identity(gpu_ids))
+        if python is not None:
+            info.update(self.package_versions(python, env))
+        return info
+
+    def gpu_state(self, gpu_ids: Sequence[int], when: str) -> dict[str, Any]:
+        """Clocks (MHz), temperature (°C) and power draw (W) per GPU, keys suffixed with ``when``."""
+        rows = self._query(gpu_ids)
+        if not rows:
+            return {}
+        columns = {
+            "gpu_sm_clock_mhz": "clocks.sm",
+            "gpu_mem_clock_mhz": "clocks.mem",
+            "gpu_temperature_c": "temperature.gpu",
+            "gpu_power_w": "power.draw",
+        }
+        return {f"{key}_{when}": [_number(row.get(field)) for row in rows] for key, field in columns.items()}
+
+    def package_versions(self, python: str, env: Mapping[str, str]) -> dict[str, Any]:
+        """torch / sglang versions as the benchmark's interpreter sees them."""
+        try:
+            done = subprocess.run(
+                [python, "-c", _VERSIONS_SCRIPT],
+                env=dict(env),
+                capture_output=True,
+                text=True,
+                timeout=self.timeout_s,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return {"versions_error": f"could not run {python}: {error}"}
+        for line in done.stdout.splitlines():
+            if line.startswith("PERFTRACK_VERSIONS "):
+                try:
+                    versions: dict[str, Any] = json.loads(line.split(" ", 1)[1])
+                except ValueError:
+                    break
+                return versions
+        return {"versions_error": f"{python} printed no versions (exit {done.returncode})"}
+
+    def _gpu_identity(self, gpu_ids: Sequence[int]) -> dict[str, Any]:
+        rows = self._query(gpu_ids)
+        if rows is None:
+            return {"gpu": NO_NVIDIA_SMI, "gpu_count": 0}
+        names = sorted({row.get("name") or "?" for row in rows})
+        drivers = sorted({row.get("driver_version") or "?" for row in rows})
+        return {
+            "gpu": ", ".join(names) if names else "none (nvidia-smi lists no GPU)",
+            "gpu_count": len(rows),
+            "gpu_driver": ", ".join(drivers) if drivers else None,
+            "cuda_version": self._cuda_version(),
+        }
+
+    def _query(self, gpu_ids: Sequence[int]) -> list[dict[str, str]] | None:
+        """One dict per GPU, or ``None`` when nvidia-smi is missing or fails."""
+        argv = [*self.nvidia_smi, f"--query-gpu={','.join(GPU_FIELDS)}", "--format=csv,noheader,nounits"]
+        if gpu_ids:
+            argv.append(f"--id={','.join(str(i) for i in gpu_ids)}")
+        out = self._run(argv)
+        if out is None:
+            return None
+        rows = []
+        for line in out.splitlines():
+            cells = [cell.strip() for cell in line.split(",")]
+            if len(cells) == len(GPU_FIELDS):
+                rows.append(dict(zip(GPU_FIELDS, cells, strict=True)))
+        return rows
+
+    def _cuda_version(self) -> str | None:
+        # Only the banner of plain `nvidia-smi` says which CUDA version the driver supports.
+        out = self._run(list(self.nvidia_smi))
+        match = _CUDA_VERSION.search(out or "")
+        return match["v"] if match else None
+
+    def _run(self, argv: list[str]) -> str | None:
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else what :mod:`platform` knows)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _number(raw: str | None) -> float | None:
+    """nvidia-smi prints "[N/A]" or "[Not Supported]" for readings a GPU lacks."""
+    try:
+        return float(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def interpreter_for(executable: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """The Python that runs ``executable``: itself if it is a Python, else its script's shebang."""
+    if not executable:
+        return None
+    first = executable[0]
+    if Path(first).name.startswith("python"):
+        return first
+    path = shutil.which(first, path=env.get("PATH"))
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as script:
+            head = script.readline(512).decode("utf-8", "replace")
+    except OSError:
+        return None
+    # Console scripts installed by pip start with "#!/path/to/venv/bin/python".
+    if head.startswith("#!") and "python" in head:
+        parts = head[2:].split()
+        if parts and Path(parts[0]).name == "env" and len(parts) > 1:
+            return shutil.which(parts[1], path=env.get("PATH"))
+        return parts[0] if parts else None
+    return None

@@ -1,0 +1,36 @@
+"""The workloads a runner offers, by the name a case's ``workload`` field uses."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from runners.workloads.base import Workload
+from runners.workloads.sglang import SglangWorkload
+
+TOY_MODULE = "toydit"
+
+
+def default_workloads(*, sglang: str = "sglang", cache_dir: Path) -> Mapping[str, Workload]:
+    """``sglang``: the real CLI (``sglang`` may be a command prefix such as ``python -m sglang.cli``);
+    ``toy``: the CPU toy pipeline of the candidate tree, run by this interpreter.
+
+    The toy's compiled kernels are cached under ``cache_dir`` across jobs: every candidate is a
+    fresh tree, and recompiling inductor kernels each time would dominate a CPU run.
+    """
+    prefix = tuple(shlex.split(sglang)) or ("sglang",)
+    return {
+        "sglang": SglangWorkload(
+            generate_executable=(*prefix, "generate"),
+            serve_executable=(*prefix, "serve"),
+        ),
+        "toy": SglangWorkload(
+            generate_executable=(sys.executable, "-m", TOY_MODULE, "generate"),
+            serve_executable=(sys.executable, "-m", TOY_MODULE, "serve"),
+            workdir="tree",
+            tree_on_pythonpath=True,
+            extra_env={"TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor")},
+        ),
+    }

@@ -1,0 +1,202 @@
+"""The sglang workload: ``sglang generate`` (one process, perf dump) or ``sglang serve`` (timed requests).
+
+One class serves the real sglang and the CPU toy pipeline: the executable is an argv prefix
+(``("sglang", "generate")`` here, ``(sys.executable, "-m", "toydit", "generate")`` for the toy,
+run in the tree with the tree on ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from runners.jobspec import CaseSpec
+from runners.workloads.base import WorkloadContext, WorkloadResult
+from runners.workloads.commandline import (
+    DEFAULT_GENERATE,
+    DEFAULT_SERVE,
+    SHOWN_ENV,
+    benchmark_env,
+    build_generate_command,
+    build_serve_command,
+    render_command,
+)
+from runners.workloads.compile_log import CompileEventCounter, compile_counters
+from runners.workloads.environment import EnvironmentProbe, interpreter_for
+from runners.workloads.process import LogCapture, run_process
+from runners.workloads.serve import ServeSettings, free_port, image_request_body, run_served, unsupported_task
+
+__all__ = ["PERF_DUMP_NAME", "SglangWorkload", "build_generate_command", "build_serve_command"]
+
+PERF_DUMP_NAME = "perf_dump.json"
+
+
+@dataclass(frozen=True)
+class SglangWorkload:
+    """Runs a case with ``sglang generate`` or ``sglang serve``; see :class:`runners.workloads.base.Workload`.
+
+    ``base_env`` is the environment the benchmark inherits (``None``: the runner's own, so PATH,
+    HF_HOME and the like reach it); ``extra_env`` is added on top (e.g. the toy's shared
+    ``TORCHINDUCTOR_CACHE_DIR``). ``python`` runs the torch/sglang version probe (``None``: the
+    interpreter behind the executable); ``probe=None`` captures no environment at all.
+    """
+
+    generate_executable: tuple[str, ...] = DEFAULT_GENERATE
+    serve_executable: tuple[str, ...] = DEFAULT_SERVE
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    base_env: Mapping[str, str] | None = None
+    workdir: Literal["job_dir", "tree"] = "job_dir"
+    tree_on_pythonpath: bool = False
+    python: str | None = None
+    probe_versions: bool = True
+    probe: EnvironmentProbe | None = field(default_factory=EnvironmentProbe)
+    serve: ServeSettings = field(default_factory=ServeSettings)
+    kill_grace_s: float = 10.0
+
+    def run(self, case: CaseSpec, context: WorkloadContext) -> WorkloadResult:
+        """Execute ``case``; a failure of the benchmark comes back in ``failure``, never raised."""
+        if case.mode == "generate":
+            return self._generate(case, context)
+        if case.mode == "serve":
+            return self._serve(case, context)
+        return WorkloadResult(command="", log_text="", failure=f"unknown mode {case.mode!r}")
+
+    def _generate(self, case: CaseSpec, context: WorkloadContext) -> WorkloadResult:
+        context.job_dir.mkdir(parents=True, exist_ok=True)
+        dump_path = context.job_dir / PERF_DUMP_NAME
+        dump_path.unlink(missing_ok=True)  # a dump from an earlier attempt must not pass for this one
+        argv = build_generate_command(case, dump_path, self.generate_executable)
+        env = self._env(context)
+        environment = self._environment_before(context, env, self.generate_executable)
+        counter = CompileEventCounter()
+        capture = LogCapture(context.max_log_bytes, _Tee(counter.feed, context.on_output))
+        outcome = run_process(
+            argv,
+            env=env,
+            cwd=self._cwd(context),
+            capture=capture,
+            timeout_s=context.timeout_s,
+            grace_s=self.kill_grace_s,
+            cancel=context.cancel,
+        )
+        dump_text = _read_text(dump_path)
+        environment.update(self._gpu_state(context, "after"))
+        return WorkloadResult(
+            command=render_command(argv, env, self._shown_env()),
+            log_text=capture.text(),
+            perf_dump_text=dump_text,
+            exit_code=outcome.exit_code,
+            timed_out=outcome.timed_out,
+            failure=outcome.failure,
+            log_truncated=capture.truncated,
+            compile=compile_counters(counter, dump_text, compile_enabled=compiles(case)),
+            environment=environment,
+        )
+
+    def _serve(self, case: CaseSpec, context: WorkloadContext) -> WorkloadResult:
+        unsupported = unsupported_task(case)
+        if unsupported is not None:
+            return WorkloadResult(command="", log_text="", failure=unsupported)
+        context.job_dir.mkdir(parents=True, exist_ok=True)
+        port = free_port(self.serve.host)
+        argv = build_serve_command(case, port, self.serve_executable)
+        env = self._env(context)
+        environment = self._environment_before(context, env, self.serve_executable)
+        counter = CompileEventCounter()
+        capture = LogCapture(context.max_log_bytes, _Tee(counter.feed, context.on_output))
+        outcome = run_served(
+            case,
+            argv=argv,
+            port=port,
+            env=env,
+            cwd=self._cwd(context),
+            capture=capture,
+            settings=self.serve,
+            timeout_s=context.timeout_s,
+            grace_s=self.kill_grace_s,
+            cancel=context.cancel,
+        )
+        environment.update(self._gpu_state(context, "after"))
+        requests = f"{self.serve.warmup_requests} warmup + {case.requests} timed"
+        body = json.dumps(image_request_body(case), ensure_ascii=False)
+        return WorkloadResult(
+            command=f"{render_command(argv, env, self._shown_env())}  # then {requests} x "
+            f"POST {self.serve.generate_path} {body}",
+            log_text=capture.text(),
+            exit_code=outcome.exit_code,
+            timed_out=outcome.timed_out,
+            failure=outcome.failure,
+            log_truncated=capture.truncated,
+            compile=compile_counters(counter, None, compile_enabled=compiles(case)),
+            environment=environment,
+            request_latencies_ms=outcome.latencies_ms,
+        )
+
+    def _env(self, context: WorkloadContext) -> dict[str, str]:
+        # The benchmark needs the runner's PATH, CUDA and Hugging Face settings: inherit them.
+        base = os.environ if self.base_env is None else self.base_env
+        return benchmark_env(
+            base,
+            candidate_sha=context.candidate_sha,
+            gpu_ids=context.gpu_ids,
+            extra=self.extra_env,
+            pythonpath=context.tree if self.tree_on_pythonpath else None,
+        )
+
+    def _cwd(self, context: WorkloadContext) -> Path:
+        # sglang writes its outputs relative to the working directory: keep them out of the tree.
+        return context.tree if self.workdir == "tree" else context.job_dir
+
+    def _shown_env(self) -> list[str]:
+        extra = ["PYTHONPATH"] if self.tree_on_pythonpath else []
+        return [*SHOWN_ENV, *self.extra_env, *extra]
+
+    def _environment_before(
+        self, context: WorkloadContext, env: Mapping[str, str], executable: tuple[str, ...]
+    ) -> dict[str, Any]:
+        if self.probe is None:
+            return {}
+        python = (self.python or interpreter_for(executable, env)) if self.probe_versions else None
+        environment = self.probe.static(python=python, env=env, gpu_ids=context.gpu_ids)
+        environment.update(self.probe.gpu_state(context.gpu_ids, "before"))
+        return environment
+
+    def _gpu_state(self, context: WorkloadContext, when: str) -> dict[str, Any]:
+        return {} if self.probe is None else self.probe.gpu_state(context.gpu_ids, when)
+
+
+def compiles(case: CaseSpec) -> bool:
+    """Whether the case turns torch.compile on (``enable-torch-compile`` as ``true`` or ``"true"``)."""
+    value = case.flags.get("enable-torch-compile", False)
+    return value is True or (isinstance(value, str) and value.lower() in ("true", "1", "yes"))
+
+
+class _Tee:
+    """Feeds every output line to the compile counter and to the caller's progress display.
+
+    A failing display is switched off; it must not stop the counting or the log.
+    """
+
+    def __init__(self, count: Callable[[str], None], display: Callable[[str], None] | None) -> None:
+        self._count = count
+        self._display = display
+
+    def __call__(self, line: str) -> None:
+        self._count(line)
+        if self._display is not None:
+            try:
+                self._display(line)
+            except Exception:
+                self._display = None
+
+
+def _read_text(path: Path) -> str | None:
+    """A file's text, or ``None`` when it is missing (the parser decides what that means)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None

@@ -1,0 +1,1 @@
+"""Fake executables (sglang, nvidia-smi) for the workload tests."""
