@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 import shutil
+import signal
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -74,6 +76,7 @@ class Agent:
         self.workloads = dict(workloads)
         self.events = events or JobEvents()
         self.spool = Spool(config.workdir / "spool")
+        self._pgid_file = config.workdir / "benchmark.pgid"
         self._stop = threading.Event()
         self._cancel = threading.Event()  # stops the running benchmark
 
@@ -86,6 +89,28 @@ class Agent:
     def stopping(self) -> bool:
         """Whether a stop was requested."""
         return self._stop.is_set()
+
+    def reap_orphans(self) -> int | None:
+        """Kill the benchmark a previous, crashed incarnation of this agent left running.
+
+        A benchmark runs in its own process group so that stopping it reaches every worker; the
+        flip side is that it survives an agent killed with SIGKILL and would hold the GPUs. Its
+        group id is written down while it runs, so the next start can end it.
+        """
+        try:
+            pgid = int(self._pgid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        self._pgid_file.unlink(missing_ok=True)
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return None
+        logger.warning("killed process group %s left running by a previous agent", pgid)
+        return pgid
+
+    def _benchmark_started(self, pgid: int) -> None:
+        self._pgid_file.write_text(f"{pgid}\n")
 
     def register(self) -> None:
         """Tell the tracker who this runner is and what it can run."""
@@ -100,6 +125,7 @@ class Agent:
 
     def run(self, *, once: bool = False, idle_exit: Callable[[], bool] | None = None) -> int:
         """Poll and run jobs until stopped; ``once``: until the queue is empty (after one pass)."""
+        self.reap_orphans()
         self.register()
         while not self._stop.is_set():
             self.flush_spool()
@@ -187,8 +213,12 @@ class Agent:
             max_log_bytes=self.config.max_log_bytes,
             on_output=self.events.on_output,
             cancel=self._cancel,
+            on_start=self._benchmark_started,
         )
-        return workload.run(job.case, context)
+        try:
+            return workload.run(job.case, context)
+        finally:
+            self._pgid_file.unlink(missing_ok=True)
 
     def _payload(
         self, job: JobSpec, result: WorkloadResult, built: BuiltCandidate, commit: dict[str, Any] | None

@@ -324,13 +324,14 @@ def list_runners(
     """Every registered runner, online first; the current job is the one it holds a lease on."""
     now = now or utcnow()
     runners = session.scalars(select(Runner).order_by(Runner.name)).all()
-    holding = dict(
-        session.execute(
-            select(Job.leased_by_runner_id, Job.id).where(
-                Job.state == JobState.LEASED, Job.leased_by_runner_id.is_not(None)
-            )
-        ).tuples()
-    )
+    leases = session.execute(
+        select(Job.leased_by_runner_id, Job.id).where(
+            Job.state == JobState.LEASED, Job.leased_by_runner_id.is_not(None)
+        )
+    ).all()
+    holding: dict[int, int] = {
+        int(runner_id): int(job_id) for runner_id, job_id in leases if runner_id is not None
+    }
     statuses = [
         RunnerStatus(
             runner=runner,

@@ -51,6 +51,8 @@ class WorkloadContext:
     on_output: Callable[[str], None] | None = None  # each output line, for progress display
     # Set by the agent to stop the benchmark early (runner stopping, lease lost); optional.
     cancel: threading.Event | None = None
+    # Told the benchmark's process group id when it starts (to reap it after an agent crash).
+    on_start: Callable[[int], None] | None = None
 
 
 class Workload(Protocol):

@@ -154,8 +154,12 @@ class ManagedProcess:
         env: Mapping[str, str],
         cwd: Path | None,
         capture: LogCapture,
+        on_start: Callable[[int], None] | None = None,
     ) -> ManagedProcess:
-        """Start ``argv``; raises ``OSError`` (``FileNotFoundError``...) when it cannot start."""
+        """Start ``argv``; raises ``OSError`` (``FileNotFoundError``...) when it cannot start.
+
+        ``on_start`` receives the process group id, so an agent can reap the group after a crash.
+        """
         popen = subprocess.Popen(
             list(argv),
             env=dict(env),
@@ -165,6 +169,8 @@ class ManagedProcess:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so stop() reaches every worker
         )
+        if on_start is not None:
+            on_start(popen.pid)
         return cls(popen, capture)
 
     @property
@@ -260,10 +266,11 @@ def run_process(
     timeout_s: float,
     grace_s: float,
     cancel: threading.Event | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion, timeout or ``cancel``; never raises for a failure of the child."""
     try:
-        child = ManagedProcess.start(argv, env=env, cwd=cwd, capture=capture)
+        child = ManagedProcess.start(argv, env=env, cwd=cwd, capture=capture, on_start=on_start)
     except OSError as error:
         return ProcessOutcome(exit_code=None, failure=start_failure(argv, error))
     deadline = time.monotonic() + timeout_s

@@ -17,7 +17,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,11 +101,12 @@ def run_served(
     timeout_s: float,
     grace_s: float,
     cancel: threading.Event | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> ServedOutcome:
     """Start the server, time ``case.requests`` requests after the warmup ones, stop the server."""
     deadline = time.monotonic() + timeout_s
     try:
-        server = ManagedProcess.start(argv, env=env, cwd=cwd, capture=capture)
+        server = ManagedProcess.start(argv, env=env, cwd=cwd, capture=capture, on_start=on_start)
     except OSError as error:
         return ServedOutcome(failure=start_failure(argv, error))
     cancel = cancel or threading.Event()

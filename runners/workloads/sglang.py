@@ -82,6 +82,7 @@ class SglangWorkload:
             timeout_s=context.timeout_s,
             grace_s=self.kill_grace_s,
             cancel=context.cancel,
+            on_start=context.on_start,
         )
         dump_text = _read_text(dump_path)
         environment.update(self._gpu_state(context, "after"))
@@ -119,6 +120,7 @@ class SglangWorkload:
             timeout_s=context.timeout_s,
             grace_s=self.kill_grace_s,
             cancel=context.cancel,
+            on_start=context.on_start,
         )
         environment.update(self._gpu_state(context, "after"))
         requests = f"{self.serve.warmup_requests} warmup + {case.requests} timed"

@@ -1,0 +1,247 @@
+"""The runner agent against a real tracker (uvicorn on a free port), a real git repository and a
+fake ``sglang`` executable that replays recorded logs: successes, every kind of failure, the spool,
+and two agents racing, one of them killed with SIGKILL mid-job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from runners.agent import Agent, AgentConfig
+from runners.candidates import CandidateBuilder
+from runners.client import TrackerClient
+from runners.workloads.process import group_alive
+from runners.workloads.sglang import SglangWorkload
+from tests.runners.agent_env import FAKE_SGLANG, ROOT, Tracker, Upstream, make_upstream, tracker
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Upstream:
+    return make_upstream(tmp_path)
+
+
+@pytest.fixture
+def live(scratch_db_url: str, tmp_path: Path, upstream: Upstream) -> Iterator[Tracker]:
+    with tracker(scratch_db_url, tmp_path, upstream, lease_seconds=5) as live_tracker:
+        yield live_tracker
+
+
+def make_agent(
+    live: Tracker,
+    workdir: Path,
+    scenario: str = "ok",
+    name: str = "cpu-1",
+    transport: httpx.BaseTransport | None = None,
+) -> Agent:
+    workload = SglangWorkload(
+        generate_executable=(*FAKE_SGLANG.split(), "generate"),
+        extra_env={"FAKE_SGLANG_SCENARIO": scenario},
+        probe=None,
+        kill_grace_s=1.0,
+    )
+    client = TrackerClient(live.url, live.runner_token, retries=2, backoff_s=0.05, transport=transport)
+    return Agent(
+        AgentConfig(name=name, hardware="cpu", gpus=1, workdir=workdir, poll_interval_s=0.2),
+        client,
+        CandidateBuilder(workdir),
+        {"sglang": workload},
+    )
+
+
+def run_detail(live: Tracker, job_id: int) -> dict[str, object]:
+    runs = live.runs_of(job_id)
+    assert len(runs) == 1, runs
+    detail: dict[str, object] = httpx.get(f"{live.url}/api/v1/runs/{runs[0]['id']}").json()
+    return detail
+
+
+def test_runs_a_plain_and_a_stacked_candidate(live: Tracker, upstream: Upstream, tmp_path: Path) -> None:
+    plain = live.enqueue(upstream.main[2])
+    stacked = live.enqueue(upstream.main[2], patches=[upstream.good_pr])
+    assert make_agent(live, tmp_path / "work").run(once=True) == 0
+    for job_id in (plain, stacked):
+        assert live.job(job_id)["state"] == "done"
+    run = run_detail(live, plain)
+    assert run["status"] == "ok"
+    assert run["denoise_step_count"] == 50
+    assert len(run["step_times_ms"]) == 50  # type: ignore[arg-type]
+    assert run["denoise_step_basis"] == "median"
+    assert f"SGLANG_GIT_COMMIT={upstream.main[2]}" in str(run["command"])
+    assert "--enable-torch-compile" in str(run["command"])
+    assert run["commit"]["title"] == "Change 2"  # type: ignore[index]
+    assert run["commit"]["committed_at_estimated"] is False  # type: ignore[index]
+    stacked_run = run_detail(live, stacked)
+    assert stacked_run["candidate_label"] == f"{upstream.main[2][:7]} + #7"
+    assert not (tmp_path / "work" / "worktrees" / "upstream").exists() or not any(
+        (tmp_path / "work" / "worktrees" / "upstream").iterdir()
+    )
+
+
+def test_a_patch_that_does_not_apply_fails_the_job_with_a_reason(
+    live: Tracker, upstream: Upstream, tmp_path: Path
+) -> None:
+    job = live.enqueue(upstream.main[2], patches=[upstream.bad_pr])
+    follow_up = live.enqueue(upstream.main[1])
+    make_agent(live, tmp_path / "work").run(once=True)
+    failed = live.job(job)
+    assert failed["state"] == "failed"
+    assert "refs/pull/8/head" in str(failed["failure_reason"])
+    assert upstream.main[2][:7] in str(failed["failure_reason"])
+    assert live.job(follow_up)["state"] == "done"  # the agent went on
+
+
+@pytest.mark.parametrize(
+    ("scenario", "reason"),
+    [
+        ("crash", "exit"),
+        ("oom_kill", "SIGKILL"),
+        ("no_timing", "no denoising stage"),
+        ("hang", "timed out after 10 s"),
+    ],
+)
+def test_benchmark_failures_are_failed_runs_with_their_log(
+    live: Tracker, upstream: Upstream, tmp_path: Path, scenario: str, reason: str
+) -> None:
+    job = live.enqueue(upstream.main[0])
+    make_agent(live, tmp_path / "work", scenario=scenario).run(once=True)
+    state = live.job(job)
+    assert state["state"] == "failed"
+    assert reason in str(state["failure_reason"])
+    run = run_detail(live, job)
+    assert run["status"] == "failed"
+    assert run["denoise_step_ms"] is None
+    assert httpx.get(f"{live.url}{run['log_url']}").text != "" or scenario == "hang"
+
+
+class FlakyTransport(httpx.HTTPTransport):
+    """Forwards to the tracker, except result uploads while ``down`` (the tracker is restarting) and
+    the next upload after ``lose_answer`` is set (the tracker stored it, the answer got lost)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+        self.lose_answer = False
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/result"):
+            if self.down:
+                raise httpx.ConnectError("tracker restarting", request=request)
+            if self.lose_answer:
+                self.lose_answer = False
+                response = super().handle_request(request)
+                response.read()
+                raise httpx.ReadError("connection reset after the tracker answered", request=request)
+        return super().handle_request(request)
+
+
+def test_uploads_wait_in_the_spool_and_are_stored_once(
+    live: Tracker, upstream: Upstream, tmp_path: Path
+) -> None:
+    job = live.enqueue(upstream.main[2])
+    transport = FlakyTransport()
+    agent = make_agent(live, tmp_path / "work", transport=transport)
+    assert agent.run(once=True) == 1  # something is still spooled
+    assert len(agent.spool.pending()) == 1
+    assert live.runs_of(job) == []
+    # The tracker is back, but the first answer gets lost after the tracker stored the run.
+    transport.down = False
+    transport.lose_answer = True
+    agent.flush_spool()
+    assert agent.spool.pending() == []
+    runs = live.runs_of(job)
+    assert len(runs) == 1
+    assert runs[0]["status"] == "ok"
+    assert live.job(job)["state"] == "done"
+
+
+def start_runner(live: Tracker, workdir: Path, name: str, scenario: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "FAKE_SGLANG_SCENARIO": scenario, "PERFTRACK_TOKEN": live.runner_token}
+    env.pop("PERFTRACK_DATABASE_URL", None)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "web.cli",
+            "runner",
+            "--server",
+            live.url,
+            "--hardware",
+            "cpu",
+            "--workdir",
+            str(workdir),
+            "--name",
+            name,
+            "--poll-interval",
+            "0.3",
+            "--sglang",
+            FAKE_SGLANG,
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def test_a_runner_killed_mid_job_loses_nothing(live: Tracker, upstream: Upstream, tmp_path: Path) -> None:
+    jobs = [live.enqueue(sha) for sha in upstream.main]
+    doomed = start_runner(live, tmp_path / "a", "runner-a", scenario="hang")
+    wait_for(lambda: live.job(jobs[0])["state"] == "leased", 60, "runner-a to lease the first job")
+    time.sleep(1.0)  # it is running the (hanging) benchmark now
+    pgid_file = tmp_path / "a" / "benchmark.pgid"
+    wait_for(pgid_file.exists, 30, "the benchmark to start")
+    orphan = int(pgid_file.read_text())
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(timeout=10)
+    survivor = start_runner(live, tmp_path / "b", "runner-b", scenario="ok")
+    try:
+        wait_for(
+            lambda: all(live.job(job)["state"] == "done" for job in jobs), 90, "runner-b to finish every job"
+        )
+    finally:
+        survivor.send_signal(signal.SIGTERM)
+        survivor.wait(timeout=30)
+    first = live.job(jobs[0])
+    history = first["attempt_history"]
+    assert isinstance(history, list)
+    assert [entry["outcome"] for entry in history] == ["lease expired", "done"]
+    assert [entry["runner"] for entry in history] == ["runner-a", "runner-b"]
+    for job in jobs:
+        runs = live.runs_of(job)
+        assert [run["status"] for run in runs] == ["ok"]
+    # The hanging benchmark outlived its agent; the agent's next start reaps it.
+    assert group_alive(orphan)
+    restarted = make_agent(live, tmp_path / "a", name="runner-a")
+    assert restarted.reap_orphans() == orphan
+    wait_for(lambda: not group_alive(orphan), 10, "the orphaned benchmark to die")
+
+
+def test_sigterm_hands_the_running_job_back(live: Tracker, upstream: Upstream, tmp_path: Path) -> None:
+    job = live.enqueue(upstream.main[0])
+    runner = start_runner(live, tmp_path / "a", "runner-a", scenario="hang")
+    wait_for(lambda: (tmp_path / "a" / "benchmark.pgid").exists(), 60, "the benchmark to start")
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(timeout=30) == 0
+    state = live.job(job)
+    assert state["state"] == "queued"
+    history = state["attempt_history"]
+    assert isinstance(history, list)
+    assert history[-1]["outcome"] == "released"
+    assert live.runs_of(job) == []
