@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from tracker.catalog import get_hardware_kind
 from tracker.errors import InvalidInput, NotFound
-from tracker.models import Case, Commit, HardwareKind, Metric, Run, RunStatus
+from tracker.models import Candidate, Case, Commit, HardwareKind, Metric, Run, RunStatus
 from tracker.models.enums import enum_values
 from tracker.stats import change_pct
 
@@ -100,7 +100,8 @@ def overview(*, session: Session) -> list[OverviewRow]:
         )
         .join(Commit, Commit.id == Run.commit_id)
         .join(Case, Case.id == Run.case_id)
-        .where(Case.is_current.is_(True), Run.status == RunStatus.OK)
+        .join(Candidate, Candidate.id == Run.candidate_id)
+        .where(Case.is_current.is_(True), Run.status == RunStatus.OK, Candidate.patch_count == 0)
         .subquery()
     )
     latest_rows = session.execute(select(ranked).where(ranked.c.rank <= 2)).all()
@@ -193,8 +194,15 @@ def series(
         raise NotFound(f"no case {case_slug!r}")
     kind = get_hardware_kind(session=session, name=hardware)
     column = METRIC_COLUMNS[metric]
-    where = (Run.case_id == case.id, Run.hardware_kind_id == kind.id)
-    total = session.scalar(select(func.count()).select_from(Run).where(*where)) or 0
+    # A series follows the branch: runs of plain commits. Stacked-patch candidates (PR A/B,
+    # carried fixes on a base) measure something else and are shown apart.
+    where = (Run.case_id == case.id, Run.hardware_kind_id == kind.id, Candidate.patch_count == 0)
+    total = (
+        session.scalar(
+            select(func.count()).select_from(Run).join(Candidate, Candidate.id == Run.candidate_id).where(*where)
+        )
+        or 0
+    )
     query = (
         select(
             Run.id,
@@ -210,6 +218,7 @@ def series(
             Commit.committed_at_estimated,
         )
         .join(Commit, Commit.id == Run.commit_id)
+        .join(Candidate, Candidate.id == Run.candidate_id)
         .where(*where)
         .order_by(Commit.committed_at.desc(), Run.id.desc())
         .limit(limit + 1)  # one run more than shown: the first shown point's change needs its predecessor

@@ -83,6 +83,7 @@ def ensure_candidate(*, session: Session, base: Commit, patches: Sequence[str]) 
         repository_id=base.repository_id,
         base_commit=base,
         label=base.sha[:7] + "".join(f" + {_short(ref)}" for ref in refs),
+        patch_count=len(refs),
         patches=[_patch(position, ref) for position, ref in enumerate(refs)],
     )
     session.add(candidate)

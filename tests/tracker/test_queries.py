@@ -70,3 +70,20 @@ def test_overview_query_count_does_not_grow_with_runs(session: Session) -> None:
     qwen = next(row for row in rows if row.case_slug == "qwen-image-t2i-1024")
     assert qwen.run_count == 25
     assert qwen.latest_commit_sha == f"{25:07x}"
+
+
+def test_stacked_candidates_stay_out_of_the_branch_series(session: Session) -> None:
+    _fill(session, 3)
+    body = result_body(
+        commit={"sha": f"{3:07x}", "committed_at": "2026-01-01T00:00:02Z"},
+        patches=["refs/pull/101/head"],
+        step_times_ms=[100.0, 100.0],
+        denoise_step_mean_ms=None,
+    )
+    body = {key: value for key, value in body.items() if value is not None}
+    ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+    data = series(session=session, case_slug="qwen-image-t2i-1024", hardware="H200")
+    assert data.total == 3
+    assert all(point.value != 100.0 for point in data.points)
+    qwen = next(row for row in overview(session=session) if row.case_slug == "qwen-image-t2i-1024")
+    assert qwen.latest_value_ms != 100.0

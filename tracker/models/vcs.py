@@ -59,6 +59,9 @@ class Candidate(Base):
     repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"), nullable=False)
     base_commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id"), nullable=False, index=True)
     label: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    patch_count: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, server_default="0", comment="0: the plain base commit"
+    )
     created_at: Mapped[created_at]
 
     base_commit: Mapped[Commit] = relationship(lazy="joined")

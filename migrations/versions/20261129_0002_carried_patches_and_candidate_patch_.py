@@ -1,8 +1,8 @@
-"""carried patches
+"""carried patches and candidate patch count
 
 Revision ID: 0002
 Revises: 0001
-Create Date: 2026-11-29 18:02:03.768399
+Create Date: 2026-11-29 18:19:27.380428
 """
 
 from __future__ import annotations
@@ -59,7 +59,25 @@ def upgrade() -> None:
             name=op.f("uq_carried_patches_repository_id_ref_hardware_kind_id"),
         ),
     )
+    with op.batch_alter_table("candidates", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column(
+                "patch_count",
+                sa.Integer(),
+                server_default="0",
+                nullable=False,
+                comment="0: the plain base commit",
+            )
+        )
+    # Candidates stored before this revision: count their patches.
+    op.execute(
+        "UPDATE candidates SET patch_count = "
+        "(SELECT count(*) FROM candidate_patches WHERE candidate_patches.candidate_id = candidates.id)"
+    )
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("candidates", schema=None) as batch_op:
+        batch_op.drop_column("patch_count")
+
     op.drop_table("carried_patches")
