@@ -319,19 +319,20 @@ class RunnerStatus:
 
 
 def list_runners(
-    *, session: Session, offline_after: dt.timedelta, now: dt.datetime | None = None
+    *, session: Session, offline_after: dt.timedelta, now: dt.datetime | None = None, name: str | None = None
 ) -> list[RunnerStatus]:
-    """Every registered runner, online first; the current job is the one it holds a lease on."""
+    """Registered runners (or the one named), online first; the current job is the one it holds."""
     now = now or utcnow()
-    runners = session.scalars(select(Runner).order_by(Runner.name)).all()
+    query = select(Runner).order_by(Runner.name)
+    if name is not None:
+        query = query.where(Runner.name == name)
+    runners = session.scalars(query).all()
     leases = session.execute(
         select(Job.leased_by_runner_id, Job.id).where(
             Job.state == JobState.LEASED, Job.leased_by_runner_id.is_not(None)
         )
     ).all()
-    holding: dict[int, int] = {
-        int(runner_id): int(job_id) for runner_id, job_id in leases if runner_id is not None
-    }
+    holding = {int(runner_id): int(job_id) for runner_id, job_id in leases if runner_id is not None}
     statuses = [
         RunnerStatus(
             runner=runner,
