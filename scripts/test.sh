@@ -41,6 +41,15 @@ tmpdb=$(mktemp -d)
 PERFTRACK_DATABASE_URL="sqlite:///$tmpdb/check.db" perftrack db upgrade
 PERFTRACK_DATABASE_URL="sqlite:///$tmpdb/check.db" alembic check
 rm -rf "$tmpdb"
+# An empty schema first: the test database may hold anything an earlier run left there.
+python - "$PG_URL" <<'PY'
+import sys
+from sqlalchemy import create_engine, text
+engine = create_engine(sys.argv[1].replace("postgresql://", "postgresql+psycopg://", 1))
+with engine.begin() as connection:
+    connection.execute(text("DROP SCHEMA public CASCADE"))
+    connection.execute(text("CREATE SCHEMA public"))
+PY
 PERFTRACK_DATABASE_URL="$PG_URL" perftrack db upgrade
 PERFTRACK_DATABASE_URL="$PG_URL" alembic check
 PERFTRACK_DATABASE_URL="$PG_URL" perftrack db downgrade base

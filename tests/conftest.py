@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db
@@ -46,8 +46,11 @@ def engine(db_url: str) -> Iterator[Engine]:
     """A database migrated from empty to head, with the shipped suites synced."""
     url = Settings(database_url=db_url).effective_database_url
     engine = db.make_engine(url)
-    if db.current_revision(engine) is not None:
-        db.downgrade(url, "base")  # a previous run's leftovers
+    if url.startswith("postgresql"):
+        # Start from an empty schema whatever a previous run (or an older checkout) left behind.
+        with engine.begin() as connection:
+            connection.execute(text("DROP SCHEMA public CASCADE"))
+            connection.execute(text("CREATE SCHEMA public"))
     db.upgrade(url)
     with db.session_scope(db.make_session_factory(engine)) as session:
         sync_suites(session=session, suites=load_suites(SUITES))
