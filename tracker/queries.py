@@ -199,7 +199,10 @@ def series(
     where = (Run.case_id == case.id, Run.hardware_kind_id == kind.id, Candidate.patch_count == 0)
     total = (
         session.scalar(
-            select(func.count()).select_from(Run).join(Candidate, Candidate.id == Run.candidate_id).where(*where)
+            select(func.count())
+            .select_from(Run)
+            .join(Candidate, Candidate.id == Run.candidate_id)
+            .where(*where)
         )
         or 0
     )
