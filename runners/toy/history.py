@@ -1,0 +1,263 @@
+"""The toy repository's scripted history: which sources each commit writes, and what it should do.
+
+Every commit is a directory under ``source/``: ``01-initial`` holds the whole first tree, each later
+directory holds the full new text of the files that commit changes. Directory names sort in
+history order. The two fixes exist twice, as their own commit on a pull-request branch opened
+right after the regression, and later on ``main``, written from the same directory so that both
+carry the same patch (``git patch-id --stable`` agrees).
+
+Effects were measured on a 2-core CPU with torch 2.13.0 (``benchmarks/toy_incidents.py``); the
+numbers in ``effect`` are what to expect there, not limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+SOURCE = Path(__file__).resolve().parent / "source"
+
+# The flags under which incident 2 shows: it only happens when the warmup compiles with the
+# offload hooks installed.
+OFFLOAD_FLAGS = ("enable-torch-compile", "warmup", "offload-during-compile")
+COMPILE_FLAGS = ("enable-torch-compile",)
+
+
+class ChangeKind(StrEnum):
+    """What a commit does to the measured denoising step time."""
+
+    BASELINE = "baseline"
+    NEUTRAL = "neutral"
+    REGRESSION = "regression"
+    FIX = "fix"
+    SPEEDUP = "speedup"
+
+
+@dataclass(frozen=True)
+class Author:
+    """Author and committer of a commit."""
+
+    name: str
+    email: str
+
+
+MIRA = Author("Mira Castell", "mira@toydit.invalid")
+JONAS = Author("Jonas Weber", "jonas@toydit.invalid")
+PRIYA = Author("Priya Raman", "priya@toydit.invalid")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One commit of the script.
+
+    ``source`` names the directory under ``source/`` with the files the commit writes;
+    ``needs_flags`` are the case flags without which the effect does not show.
+    """
+
+    source: str
+    title: str
+    body: str
+    kind: ChangeKind
+    effect: str
+    author: Author
+    incident: int | None = None
+    needs_flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PullRequestSpec:
+    """A pull request left open on its own branch: it forks from ``main`` after ``fork_after``."""
+
+    number: int
+    branch: str
+    fork_after: str  # source of the main step it branches off
+    step: Step  # its single commit
+    fixes: str  # source of the regression it fixes
+    lands_as: str  # source of the main step that later applies the same patch
+
+
+MAIN: tuple[Step, ...] = (
+    Step(
+        "01-initial",
+        "Toy DiT text-to-image pipeline",
+        "A seeded single-stream DiT (adaLN, rotary attention), a flow-matching Euler\n"
+        "scheduler and a stand-in VAE, run as sglang's pipeline stages with sglang's\n"
+        "log lines and --perf-dump-path JSON. --enable-torch-compile compiles the DiT.",
+        ChangeKind.BASELINE,
+        "the reference point",
+        MIRA,
+    ),
+    Step(
+        "02-document-flags",
+        "README: document the generate flags",
+        "List every flag `python -m toydit generate` takes and the environment it reads.",
+        ChangeKind.NEUTRAL,
+        "none: documentation only",
+        PRIYA,
+    ),
+    Step(
+        "03-sampling-params-on-request",
+        "Move the sampling-params block onto Request",
+        "Request.sampling_params() names the fields sglang prints before a request;\n"
+        "generate only formats them. The log output is unchanged.",
+        ChangeKind.NEUTRAL,
+        "none: refactor, same output",
+        JONAS,
+    ),
+    Step(
+        "04-fused-layernorm",
+        "Use a fused LayerNorm kernel in the DiT blocks",
+        "ATen's native LayerNorm normalises in one pass instead of the mean,\n"
+        "variance and scaling ops F.layer_norm is traced into. The kernel is opaque,\n"
+        "so keep torch.compile out of it with torch._dynamo.disable.",
+        ChangeKind.REGRESSION,
+        "denoise step about +50 % with torch.compile: every call of the disabled kernel is a "
+        "graph break; the one inside the block loop makes Dynamo skip the DiT's forward "
+        "(graph_breaks > 0, several small graphs instead of one)",
+        JONAS,
+        incident=1,
+        needs_flags=COMPILE_FLAGS,
+    ),
+    Step(
+        "05-scheduler-tensor-sigmas",
+        "Scheduler: compute the sigma schedule with tensor ops",
+        "Same shifted schedule, computed in float64 and stored as float32.",
+        ChangeKind.NEUTRAL,
+        "none: runs once per request, outside the denoising loop",
+        PRIYA,
+    ),
+    Step(
+        "06-log-compile-setup",
+        "Log the torch.compile setup",
+        "Say which backend compiles the transformer, so that a log shows how it ran.",
+        ChangeKind.NEUTRAL,
+        "none: one log line at start-up",
+        MIRA,
+    ),
+    Step(
+        "07-custom-op-layernorm",
+        "Register the fused LayerNorm as a torch.library custom op (#101)",
+        "torch._dynamo.disable made every call a graph break. As a custom op with a\n"
+        "fake implementation the kernel stays inside the compiled graph as one\n"
+        "opaque call.",
+        ChangeKind.FIX,
+        "denoise step about -25 % against the regression, graph_breaks back to 0; on a CPU the "
+        "opaque eager kernel still costs about +10 % against the norm inductor fuses (on the "
+        "H200 the custom op was 1.9 % faster than before the regression)",
+        JONAS,
+        incident=1,
+        needs_flags=COMPILE_FLAGS,
+    ),
+    Step(
+        "08-batch-cfg",
+        "Run both CFG branches through the DiT as one batch",
+        "Classifier-free guidance ran the DiT twice per step, for the prompt and for\n"
+        "the negative prompt. Concatenate them into a batch of two: one forward.",
+        ChangeKind.SPEEDUP,
+        "denoise step about -20 % whenever guidance is on (guidance scale > 1)",
+        PRIYA,
+    ),
+    Step(
+        "09-document-perf-dump",
+        "README: document the perf dump and the Dynamo counters",
+        "What --perf-dump-path writes, and what each compile counter means.",
+        ChangeKind.NEUTRAL,
+        "none: documentation only",
+        MIRA,
+    ),
+    Step(
+        "10-offload-during-compile",
+        "Offload DiT layers while the compile warmup runs",
+        "With --offload-during-compile the warmup request runs with the layerwise\n"
+        "offload hooks installed, so compilation does not hold the weights and its\n"
+        "own memory at once; the hooks are removed once the warmup is done.",
+        ChangeKind.REGRESSION,
+        "denoise step about +20 % with --offload-during-compile: the hooks (under "
+        "torch.compiler.disable) break the graph inside the block loop during the warmup, Dynamo "
+        "marks the DiT's forward SKIP, and after the hooks are gone every request still runs one "
+        "graph per block (frames_skipped = 1, measured_request.frames_compiled = 0)",
+        MIRA,
+        incident=2,
+        needs_flags=OFFLOAD_FLAGS,
+    ),
+    Step(
+        "11-digest-log-line",
+        "Log seed and size with the output digest",
+        "Makes two logs' digests comparable at a glance.",
+        ChangeKind.NEUTRAL,
+        "none: one log line",
+        PRIYA,
+    ),
+    Step(
+        "12-dynamo-reset",
+        "Reset Dynamo after removing the offload hooks (#102)",
+        "Code compiled while the hooks were installed keeps the DiT's forward skipped.\n"
+        "torch._dynamo.reset() right after the hooks are removed makes the next call\n"
+        "compile the DiT again, as one graph. Harmless where no hooks were installed.",
+        ChangeKind.FIX,
+        "denoise step about -15 % against the regression, back to the level before it: the first "
+        "measured step recompiles the whole DiT (measured_request.frames_compiled = 1)",
+        JONAS,
+        incident=2,
+        needs_flags=OFFLOAD_FLAGS,
+    ),
+    Step(
+        "13-release-0.2.0",
+        "Release 0.2.0",
+        "Bump the version.",
+        ChangeKind.NEUTRAL,
+        "none",
+        MIRA,
+    ),
+)
+
+_BY_SOURCE = {step.source: step for step in MAIN}
+
+
+def _pull_request_step(source: str) -> Step:
+    """The pull request's own commit: the main step's patch, with its title before the merge."""
+    landed = _BY_SOURCE[source]
+    title = landed.title.rsplit(" (#", 1)[0]
+    return Step(
+        landed.source,
+        title,
+        landed.body,
+        landed.kind,
+        landed.effect,
+        landed.author,
+        landed.incident,
+        landed.needs_flags,
+    )
+
+
+PULL_REQUESTS: tuple[PullRequestSpec, ...] = (
+    PullRequestSpec(
+        number=101,
+        branch="pr/101-custom-op-layernorm",
+        fork_after="04-fused-layernorm",
+        step=_pull_request_step("07-custom-op-layernorm"),
+        fixes="04-fused-layernorm",
+        lands_as="07-custom-op-layernorm",
+    ),
+    PullRequestSpec(
+        number=102,
+        branch="pr/102-dynamo-reset",
+        fork_after="10-offload-during-compile",
+        step=_pull_request_step("12-dynamo-reset"),
+        fixes="10-offload-during-compile",
+        lands_as="12-dynamo-reset",
+    ),
+)
+
+
+def step_files(step: Step) -> dict[str, bytes]:
+    """The files a step writes, keyed by their path in the repository (``/``-separated)."""
+    root = SOURCE / step.source
+    files = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            files[path.relative_to(root).as_posix()] = path.read_bytes()
+    if not files:
+        raise FileNotFoundError(f"toy source directory {root} holds no files")
+    return files

@@ -1,0 +1,5 @@
+"""``python -m toydit generate ...``."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""The command line: ``python -m toydit generate`` takes the flags ``sglang generate`` takes."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from collections.abc import Sequence
+
+from .request import Request, ServerArgs
+
+
+def _boolean(text: str) -> bool:
+    """Read ``true``/``false`` the way sglang's boolean server args accept them."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; unknown or abbreviated flags are errors."""
+    parser = argparse.ArgumentParser(prog="python -m toydit", allow_abbrev=False)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{generate}")
+    generate = commands.add_parser(
+        "generate", help="generate one image, like `sglang generate`", allow_abbrev=False
+    )
+    generate.add_argument("--model-path", default="toydit/ToyDiT-T2I")
+    generate.add_argument("--prompt", required=True)
+    generate.add_argument("--negative-prompt", default=" ")
+    generate.add_argument("--width", type=int, default=256)
+    generate.add_argument("--height", type=int, default=256)
+    generate.add_argument("--num-frames", type=int, default=1)
+    generate.add_argument("--num-inference-steps", type=int, default=20)
+    generate.add_argument("--guidance-scale", type=float, default=4.0)
+    generate.add_argument("--seed", type=int, default=42)
+    generate.add_argument("--num-gpus", type=int, default=1)
+    generate.add_argument("--enable-torch-compile", action="store_true")
+    generate.add_argument("--warmup", action="store_true", help="run a one-step warmup request first")
+    generate.add_argument(
+        "--offload-during-compile",
+        action="store_true",
+        help="offload DiT layers while the compile warmup runs",
+    )
+    generate.add_argument("--dit-layerwise-offload", type=_boolean, default=False, metavar="{true,false}")
+    generate.add_argument("--dit-cpu-offload", type=_boolean, default=False, metavar="{true,false}")
+    generate.add_argument("--perf-dump-path", default=None, help="write per-stage and per-step times as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line and run it; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    request = Request(
+        prompt=args.prompt,
+        negative_prompt=args.negative_prompt,
+        width=args.width,
+        height=args.height,
+        num_frames=args.num_frames,
+        num_inference_steps=args.num_inference_steps,
+        guidance_scale=args.guidance_scale,
+        seed=args.seed,
+    )
+    server_args = ServerArgs(
+        model_path=args.model_path,
+        num_gpus=args.num_gpus,
+        enable_torch_compile=args.enable_torch_compile,
+        warmup=args.warmup,
+        offload_during_compile=args.offload_during_compile,
+        dit_layerwise_offload=args.dit_layerwise_offload,
+        dit_cpu_offload=args.dit_cpu_offload,
+        perf_dump_path=args.perf_dump_path,
+    )
+    # torch warns at import when NumPy is missing; the toy never converts to NumPy.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    # Imported here so that `--help` and flag errors answer before torch is imported.
+    from .generate import generate
+
+    return generate(request, server_args)
