@@ -80,6 +80,11 @@ def test_runs_a_plain_and_a_stacked_candidate(live: Tracker, upstream: Upstream,
     assert run["commit"]["committed_at_estimated"] is False  # type: ignore[index]
     stacked_run = run_detail(live, stacked)
     assert stacked_run["candidate_label"] == f"{upstream.main[2][:7]} + #7"
+    assert stacked_run["patches_applied"] == ["refs/pull/7/head"]
+    assert stacked_run["tree_sha"]
+    assert (stacked_run["job_id"], stacked_run["attempt"]) == (stacked, 1)
+    page = httpx.get(f"{live.url}/runs/{stacked_run['id']}").text
+    assert "applied: refs/pull/7/head" in page
     assert not (tmp_path / "work" / "worktrees" / "upstream").exists() or not any(
         (tmp_path / "work" / "worktrees" / "upstream").iterdir()
     )

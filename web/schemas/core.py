@@ -186,6 +186,11 @@ class RunOut(BaseModel):
     e2e_ms: float | None
     peak_memory_mb: float | None
     compile: dict[str, int | None]
+    patches_applied: list[str]
+    patches_already_in: list[str]
+    tree_sha: str | None
+    job_id: int | None
+    attempt: int | None
     step_times_ms: list[float]
     stages: list[StageOut]
     warnings: list[str]
@@ -231,6 +236,11 @@ class RunOut(BaseModel):
                 "unique_graphs": run.unique_graphs,
                 "frames_compiled": run.frames_compiled,
             },
+            patches_applied=[str(ref) for ref in run.artifacts.patches_applied],
+            patches_already_in=[str(ref) for ref in run.artifacts.patches_already_in],
+            tree_sha=run.artifacts.tree_sha,
+            job_id=run.job_id,
+            attempt=run.attempt,
             step_times_ms=[float(value) for value in run.artifacts.step_times_ms],
             stages=[StageOut(name=stage.name, duration_ms=stage.duration_ms) for stage in run.stages],
             warnings=[str(warning) for warning in run.warnings],
