@@ -14,7 +14,7 @@ from tracker import db
 from tracker.errors import PerftrackError
 from tracker.settings import Settings, get_settings
 
-console = Console()
+console = Console(soft_wrap=True)  # long paths and messages stay on one line (greppable)
 err_console = Console(stderr=True)
 
 
