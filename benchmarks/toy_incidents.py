@@ -13,6 +13,9 @@ Two cases: ``compile`` (torch.compile + warmup, what the toy suite's main case r
 ``offload`` (the same with ``--offload-during-compile``, where incident 2 shows). For every commit
 the script checks the change against the scripted kind: a regression must be >= +10 %, a fix
 <= -10 % and a speed-up <= -5 % against the previous commit, in the cases the commit affects.
+
+With the defaults it makes 104 runs of 6-7 s each (plus cold compiles): about 13 minutes on a
+2-core machine.
 """
 
 from __future__ import annotations
