@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict, InvalidInput, PayloadTooLarge
 from tracker.jobs import finish_job, live_job
-from tracker.models import Run, RunArtifacts, Runner, RunSource, RunStage, RunStatus
+from tracker.models import Run, RunArtifacts, Runner, RunSource, RunStage, RunStatus, utcnow
+from tracker.reactions import after_job_run
 from tracker.schemas import JobResultIn, MeasurementIn, ResultIn
 from tracker.stats import summarize_steps
 from tracker.vcs import ensure_candidate, upsert_commit
@@ -106,8 +107,10 @@ def ingest_job_result(
     artifacts.output_digest = result.output_digest
     outcome = _insert_once(session=session, run=run, key=key, digest=digest)
     if outcome.created:
-        finish_job(job=job, runner=runner, failure_reason=run.failure_reason, now=now)
+        finished_at = now or utcnow()
+        finish_job(job=job, runner=runner, failure_reason=run.failure_reason, now=finished_at)
         session.flush()
+        after_job_run(session=session, job=job, run=run, now=finished_at)
     return outcome
 
 

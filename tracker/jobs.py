@@ -31,8 +31,18 @@ from tracker.models import (
     Runner,
     utcnow,
 )
+from tracker.reactions import after_job_ended
 
 DEFAULT_LEASE = dt.timedelta(minutes=5)
+# Who waits for a job decides its place in the queue: a confirmation holds an alert back, a
+# bisection narrows one down, a pull request's author waits for a comment; nightly runs fill the rest.
+PRIORITY: dict[JobReason, int] = {
+    JobReason.CONFIRM: 30,
+    JobReason.BISECT: 20,
+    JobReason.PR: 10,
+    JobReason.MANUAL: 5,
+    JobReason.NIGHTLY: 0,
+}
 
 
 @dataclass(frozen=True)
@@ -161,6 +171,8 @@ def expire_leases(*, session: Session, now: dt.datetime | None = None) -> list[J
             job.state = JobState.FAILED
             job.finished_at = now
             job.failure_reason = _all_reasons(job)
+            session.flush()
+            after_job_ended(session=session, job=job, now=now)
         else:
             job.state = JobState.QUEUED
     session.flush()
@@ -283,6 +295,7 @@ def cancel_job(*, session: Session, job_id: int, reason: str, now: dt.datetime |
     job.failure_reason = reason
     job.finished_at = now or utcnow()
     session.flush()
+    after_job_ended(session=session, job=job, now=job.finished_at)
     return job
 
 

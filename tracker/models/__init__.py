@@ -3,7 +3,14 @@
 from tracker.models.access import ApiToken, Runner
 from tracker.models.base import Base, utcnow
 from tracker.models.catalog import CarriedPatch, Case, CaseHardware, HardwareKind, Repository
-from tracker.models.detection import Alert, AlertEvent, BisectionStep, Comparison, ComparisonResult
+from tracker.models.detection import (
+    Alert,
+    AlertEvent,
+    BisectionStep,
+    Calibration,
+    Comparison,
+    ComparisonResult,
+)
 from tracker.models.enums import (
     AlertStatus,
     Arm,
@@ -32,6 +39,7 @@ __all__ = [
     "Arm",
     "Base",
     "BisectionStep",
+    "Calibration",
     "Candidate",
     "CandidatePatch",
     "CarriedPatch",

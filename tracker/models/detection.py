@@ -7,7 +7,7 @@ import datetime as dt
 from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tracker.models.base import Base, UTCDateTime, created_at, int_pk
+from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict
 from tracker.models.catalog import Case, HardwareKind, Repository
 from tracker.models.enums import (
     AlertStatus,
@@ -57,7 +57,19 @@ class Alert(Base):
         Boolean, nullable=False, default=False, comment="rests on single runs without a noise estimate"
     )
     confirmed: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    bisection_state: Mapped[str | None] = mapped_column(String(16), comment="running, found, gave_up")
+    confirmation: Mapped[str] = mapped_column(
+        String(16),
+        nullable=False,
+        default="not_needed",
+        server_default="not_needed",
+        comment="pending, confirmed (re-run held), held (later runs held), refuted, not_possible (imports)",
+    )
+    bisection_state: Mapped[str | None] = mapped_column(
+        String(16), comment="running, found, gave_up, unavailable"
+    )
+    evidence: Mapped[json_dict] = mapped_column(
+        comment="how the change was found: method, z, noise, windows, threshold source, outlier runs"
+    )
     created_at: Mapped[created_at]
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
@@ -105,6 +117,8 @@ class BisectionStep(Base):
     commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id"), nullable=False)
     value: Mapped[float | None] = mapped_column(Float)
     outcome: Mapped[str] = mapped_column(String(16), nullable=False, comment="good, bad, skipped, pending")
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
+    note: Mapped[str] = mapped_column(Text, nullable=False, default="", server_default="")
     created_at: Mapped[created_at]
 
     alert: Mapped[Alert] = relationship(back_populates="bisection_steps")
@@ -124,6 +138,9 @@ class Comparison(Base):
         str_enum(ComparisonState, "comparison_state"), nullable=False, default=ComparisonState.PENDING
     )
     rounds: Mapped[int] = mapped_column(Integer, nullable=False, default=2, comment="rounds asked for")
+    rounds_scheduled: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, server_default="0", comment="rounds whose jobs exist"
+    )
     max_rounds: Mapped[int] = mapped_column(
         Integer, nullable=False, default=8, comment="cap when inconclusive"
     )
@@ -165,10 +182,39 @@ class ComparisonResult(Base):
     ci_low_pct: Mapped[float | None] = mapped_column(Float, comment="95 % CI of change_pct")
     ci_high_pct: Mapped[float | None] = mapped_column(Float)
     rounds_done: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    threshold_pct: Mapped[float | None] = mapped_column(Float)
+    rounds_failed: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    threshold_pct: Mapped[float | None] = mapped_column(Float, comment="threshold that applied, %")
+    threshold_source: Mapped[str | None] = mapped_column(String(16), comment="model or calibration")
+    round_noise_pct: Mapped[float | None] = mapped_column(Float, comment="per-arm noise the CI used, %")
+    dof: Mapped[int | None] = mapped_column(Integer, comment="degrees of freedom of the CI")
     note: Mapped[str] = mapped_column(Text, nullable=False, default="")
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
     comparison: Mapped[Comparison] = relationship(back_populates="results")
+    case: Mapped[Case] = relationship()
+    hardware_kind: Mapped[HardwareKind] = relationship()
+
+
+class Calibration(Base):
+    """What an A/A comparison measured for one case on one hardware kind (newest applies).
+
+    ``false_verdict_rate`` and ``mde_pct`` map a round count (as a string key) to the share of
+    sub-comparisons that called a change, and to the smallest change detectable with 80 % power.
+    """
+
+    __tablename__ = "calibrations"
+    __table_args__ = (Index("ix_calibrations_series", "case_id", "hardware_kind_id", "created_at"),)
+
+    id: Mapped[int_pk]
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id"), nullable=False)
+    hardware_kind_id: Mapped[int] = mapped_column(ForeignKey("hardware_kinds.id"), nullable=False)
+    comparison_id: Mapped[int | None] = mapped_column(ForeignKey("comparisons.id", ondelete="SET NULL"))
+    rounds: Mapped[int] = mapped_column(Integer, nullable=False)
+    round_noise_pct: Mapped[float] = mapped_column(Float, nullable=False, comment="per-arm noise, %")
+    threshold_pct: Mapped[float] = mapped_column(Float, nullable=False, comment="model threshold judged, %")
+    false_verdict_rate: Mapped[json_dict]
+    mde_pct: Mapped[json_dict]
+    created_at: Mapped[created_at]
+
     case: Mapped[Case] = relationship()
     hardware_kind: Mapped[HardwareKind] = relationship()

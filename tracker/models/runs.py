@@ -68,6 +68,9 @@ class Run(Base):
     warnings: Mapped[json_list]
     sources: Mapped[json_list] = mapped_column(comment="log, perf_dump, performance_log")
     measured_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), comment="when it ran, UTC")
+    excluded_reason: Mapped[str | None] = mapped_column(
+        Text, comment="why detection leaves this run out (an outlier a re-run refuted); NULL: counted"
+    )
     created_at: Mapped[created_at]
 
     case: Mapped[Case] = relationship()
