@@ -12,9 +12,10 @@ from sqlalchemy.orm import Session
 
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict, InvalidInput, PayloadTooLarge
+from tracker.history import GitHistory
 from tracker.jobs import finish_job, live_job
 from tracker.models import Run, RunArtifacts, Runner, RunSource, RunStage, RunStatus, utcnow
-from tracker.reactions import after_job_run
+from tracker.reactions import after_import, after_job_run
 from tracker.schemas import JobResultIn, MeasurementIn, ResultIn
 from tracker.stats import summarize_steps
 from tracker.vcs import ensure_candidate, upsert_commit
@@ -42,7 +43,13 @@ def derive_idempotency_key(result: ResultIn) -> str:
 
 
 def ingest_result(
-    *, session: Session, result: ResultIn, limits: IngestLimits, source: RunSource = RunSource.IMPORT
+    *,
+    session: Session,
+    result: ResultIn,
+    limits: IngestLimits,
+    source: RunSource = RunSource.IMPORT,
+    history: GitHistory | None = None,
+    now: dt.datetime | None = None,
 ) -> IngestOutcome:
     """Store ``result`` once; a repeat with the same idempotency key returns the stored run."""
     _check_limits(result, limits)
@@ -63,7 +70,10 @@ def ingest_result(
     run.hardware_kind = kind
     run.candidate = candidate
     run.commit = commit
-    return _insert_once(session=session, run=run, key=key, digest=digest)
+    outcome = _insert_once(session=session, run=run, key=key, digest=digest)
+    if outcome.created:
+        after_import(session=session, run=outcome.run, now=now or utcnow(), history=history)
+    return outcome
 
 
 def ingest_job_result(
@@ -74,6 +84,7 @@ def ingest_job_result(
     result: JobResultIn,
     limits: IngestLimits,
     now: dt.datetime | None = None,
+    history: GitHistory | None = None,
 ) -> IngestOutcome:
     """Store the run of one job attempt; a repeat is answered with the same run.
 
@@ -110,7 +121,7 @@ def ingest_job_result(
         finished_at = now or utcnow()
         finish_job(job=job, runner=runner, failure_reason=run.failure_reason, now=finished_at)
         session.flush()
-        after_job_run(session=session, job=job, run=run, now=finished_at)
+        after_job_run(session=session, job=job, run=run, now=finished_at, history=history)
     return outcome
 
 

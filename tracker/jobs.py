@@ -31,7 +31,6 @@ from tracker.models import (
     Runner,
     utcnow,
 )
-from tracker.reactions import after_job_ended
 
 DEFAULT_LEASE = dt.timedelta(minutes=5)
 # Who waits for a job decides its place in the queue: a confirmation holds an alert back, a
@@ -172,7 +171,7 @@ def expire_leases(*, session: Session, now: dt.datetime | None = None) -> list[J
             job.finished_at = now
             job.failure_reason = _all_reasons(job)
             session.flush()
-            after_job_ended(session=session, job=job, now=now)
+            _ended(session=session, job=job, now=now)
         else:
             job.state = JobState.QUEUED
     session.flush()
@@ -295,8 +294,15 @@ def cancel_job(*, session: Session, job_id: int, reason: str, now: dt.datetime |
     job.failure_reason = reason
     job.finished_at = now or utcnow()
     session.flush()
-    after_job_ended(session=session, job=job, now=job.finished_at)
+    _ended(session=session, job=job, now=job.finished_at)
     return job
+
+
+def _ended(*, session: Session, job: Job, now: dt.datetime) -> None:
+    # Imported here: what reacts to a job (alerts, bisection, comparisons) itself enqueues jobs.
+    from tracker.reactions import after_job_ended
+
+    after_job_ended(session=session, job=job, now=now)
 
 
 def _end_attempt(job: Job, *, outcome: str, reason: str, runner: str | None, now: dt.datetime) -> None:

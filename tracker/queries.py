@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from tracker.catalog import get_hardware_kind
 from tracker.errors import InvalidInput, NotFound
-from tracker.models import Candidate, Case, Commit, HardwareKind, Metric, Run, RunStatus
+from tracker.models import Candidate, Case, Commit, HardwareKind, Job, Metric, Run, RunStatus
 from tracker.models.enums import enum_values
 from tracker.stats import change_pct
 
@@ -101,7 +101,13 @@ def overview(*, session: Session) -> list[OverviewRow]:
         .join(Commit, Commit.id == Run.commit_id)
         .join(Case, Case.id == Run.case_id)
         .join(Candidate, Candidate.id == Run.candidate_id)
-        .where(Case.is_current.is_(True), Run.status == RunStatus.OK, Candidate.patch_count == 0)
+        .outerjoin(Job, Job.id == Run.job_id)
+        .where(
+            Case.is_current.is_(True),
+            Run.status == RunStatus.OK,
+            Candidate.patch_count == 0,
+            Job.comparison_id.is_(None),
+        )
         .subquery()
     )
     latest_rows = session.execute(select(ranked).where(ranked.c.rank <= 2)).all()
@@ -196,12 +202,18 @@ def series(
     column = METRIC_COLUMNS[metric]
     # A series follows the branch: runs of plain commits. Stacked-patch candidates (PR A/B,
     # carried fixes on a base) measure something else and are shown apart.
-    where = (Run.case_id == case.id, Run.hardware_kind_id == kind.id, Candidate.patch_count == 0)
+    where = (
+        Run.case_id == case.id,
+        Run.hardware_kind_id == kind.id,
+        Candidate.patch_count == 0,
+        Job.comparison_id.is_(None),  # comparison rounds (A/B, A/A) are shown with their comparison
+    )
     total = (
         session.scalar(
             select(func.count())
             .select_from(Run)
             .join(Candidate, Candidate.id == Run.candidate_id)
+            .outerjoin(Job, Job.id == Run.job_id)
             .where(*where)
         )
         or 0
@@ -222,6 +234,7 @@ def series(
         )
         .join(Commit, Commit.id == Run.commit_id)
         .join(Candidate, Candidate.id == Run.candidate_id)
+        .outerjoin(Job, Job.id == Run.job_id)
         .where(*where)
         .order_by(Commit.committed_at.desc(), Run.id.desc())
         .limit(limit + 1)  # one run more than shown: the first shown point's change needs its predecessor

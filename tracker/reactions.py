@@ -2,7 +2,7 @@
 
 One place dispatches, so ingest and the job queue stay ignorant of comparisons and alerts:
 a comparison's arm advances its comparison; a run on a series (nightly, confirm, bisect, manual,
-import) feeds change detection.
+import) feeds change detection, and a bisect job's result moves its bisection on.
 """
 
 from __future__ import annotations
@@ -11,14 +11,60 @@ import datetime as dt
 
 from sqlalchemy.orm import Session
 
-from tracker.models import Job, Run
+from tracker import bisection
+from tracker.alerts import evaluate_series
+from tracker.comparisons import comparison_job_ended, record_comparison_job
+from tracker.history import GitHistory
+from tracker.models import Alert, Candidate, Case, HardwareKind, Job, JobReason, Run
+
+# Jobs whose runs are points of the nightly series (plain commits of the branch).
+SERIES_REASONS = (JobReason.NIGHTLY, JobReason.CONFIRM, JobReason.BISECT, JobReason.MANUAL)
 
 
-def after_job_run(*, session: Session, job: Job, run: Run, now: dt.datetime) -> None:
+def after_job_run(
+    *, session: Session, job: Job, run: Run, now: dt.datetime, history: GitHistory | None = None
+) -> None:
     """React to the run a job attempt stored (its job is already done or failed)."""
-    del session, job, run, now
+    if job.comparison_id is not None:
+        record_comparison_job(session=session, job=job, run=run, now=now)
+        return
+    if job.reason not in SERIES_REASONS:
+        return
+    if job.reason is JobReason.BISECT:
+        bisection.record_job(session=session, job=job, run=run, now=now)
+    if _is_plain(session, job.candidate_id):
+        _evaluate(session=session, case=job.case, hardware=job.hardware_kind, now=now, history=history)
 
 
-def after_job_ended(*, session: Session, job: Job, now: dt.datetime) -> None:
+def after_job_ended(
+    *, session: Session, job: Job, now: dt.datetime, history: GitHistory | None = None
+) -> None:
     """React to a job that ended without a run: failed after its last lease expired, or cancelled."""
-    del session, job, now
+    if job.comparison_id is not None:
+        comparison_job_ended(session=session, job=job, now=now)
+        return
+    if job.reason is JobReason.BISECT:
+        bisection.record_job(session=session, job=job, run=None, now=now)
+    elif job.reason is JobReason.CONFIRM:
+        _evaluate(session=session, case=job.case, hardware=job.hardware_kind, now=now, history=history)
+
+
+def after_import(*, session: Session, run: Run, now: dt.datetime, history: GitHistory | None = None) -> None:
+    """React to an imported run: it is a series point when it measured a plain commit."""
+    if _is_plain(session, run.candidate_id):
+        _evaluate(session=session, case=run.case, hardware=run.hardware_kind, now=now, history=history)
+
+
+def _is_plain(session: Session, candidate_id: int) -> bool:
+    candidate = session.get(Candidate, candidate_id)
+    return candidate is not None and candidate.patch_count == 0
+
+
+def _evaluate(
+    *, session: Session, case: Case, hardware: HardwareKind, now: dt.datetime, history: GitHistory | None
+) -> list[Alert]:
+    def bisect(alert: Alert) -> None:
+        if alert.confirmation in ("confirmed", "held"):
+            bisection.start_bisection(session=session, alert=alert, history=history, now=now)
+
+    return evaluate_series(session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect)

@@ -89,6 +89,11 @@ class Settings(BaseSettings):
         return f"sqlite:///{self.data_dir / 'perftrack.db'}"
 
     @property
+    def git_cache_dir(self) -> Path:
+        """Where the tracker keeps blob-less mirrors of tracked repositories, for bisection."""
+        return self.data_dir / "git"
+
+    @property
     def is_sqlite(self) -> bool:
         """Whether the database is an SQLite file (the embedded default)."""
         return self.effective_database_url.startswith("sqlite")

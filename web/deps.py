@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
+from tracker.history import GitHistory
 from tracker.models import ApiToken, TokenRole
 from tracker.settings import Settings
 from tracker.tokens import authenticate
@@ -50,6 +51,14 @@ def _scoped(factory: sessionmaker[Session]) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session)]
 WriteSessionDep = Annotated[Session, Depends(get_write_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_history(settings: SettingsDep) -> GitHistory:
+    """The git history reader bisection uses (mirrors under the data directory)."""
+    return GitHistory(settings.git_cache_dir)
+
+
+HistoryDep = Annotated[GitHistory, Depends(get_history)]
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 

@@ -15,7 +15,7 @@ from tracker.models import JobReason, JobState
 from tracker.models.enums import enum_values
 from tracker.schemas import JobResultIn
 from tracker.vcs import ensure_candidate, upsert_commit
-from web.deps import AdminTokenDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
+from web.deps import AdminTokenDep, HistoryDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas import AttemptIn, EnqueueIn, EnqueueOut, JobOut, LeaseOut, ResultCreated, job_out
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -120,12 +120,15 @@ def upload_result(
     response: Response,
     session: WriteSessionDep,
     settings: SettingsDep,
+    history: HistoryDep,
     _t: RunnerTokenDep,
 ) -> ResultCreated:
     """Store the run of one attempt (a failure too: its reason and log are kept)."""
     owner = get_runner(session=session, name=runner)
     limits = IngestLimits(max_log_bytes=settings.max_log_bytes, max_steps_per_run=settings.max_steps_per_run)
-    outcome = ingest_job_result(session=session, runner=owner, job_id=job_id, result=body, limits=limits)
+    outcome = ingest_job_result(
+        session=session, runner=owner, job_id=job_id, result=body, limits=limits, history=history
+    )
     session.commit()
     if not outcome.created:
         response.status_code = status.HTTP_200_OK

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from web.api import cases, hardware, jobs, results, runners, runs, series
+from web.api import alerts, cases, comparisons, hardware, jobs, results, runners, runs, series
 
 api_router = APIRouter(prefix="/api/v1")
 api_router.include_router(cases.router)
@@ -14,3 +14,5 @@ api_router.include_router(runs.router)
 api_router.include_router(results.router)
 api_router.include_router(runners.router)
 api_router.include_router(jobs.router)
+api_router.include_router(alerts.router)
+api_router.include_router(comparisons.router)

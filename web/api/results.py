@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response, status
 
 from tracker.ingest import IngestLimits, ingest_result
 from tracker.schemas import ResultIn
-from web.deps import RunnerTokenDep, SettingsDep, WriteSessionDep
+from web.deps import HistoryDep, RunnerTokenDep, SettingsDep, WriteSessionDep
 from web.schemas import ResultCreated
 
 router = APIRouter(prefix="/results", tags=["results"])
@@ -29,11 +29,12 @@ def post_result(
     response: Response,
     session: WriteSessionDep,
     settings: SettingsDep,
+    history: HistoryDep,
     _token: RunnerTokenDep,
 ) -> ResultCreated:
     """Store one result; posting it again with the same idempotency key stores nothing new."""
     limits = IngestLimits(max_log_bytes=settings.max_log_bytes, max_steps_per_run=settings.max_steps_per_run)
-    outcome = ingest_result(session=session, result=result, limits=limits)
+    outcome = ingest_result(session=session, result=result, limits=limits, history=history)
     session.commit()
     if not outcome.created:
         response.status_code = status.HTTP_200_OK

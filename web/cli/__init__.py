@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from web.cli import db_cmd, demo_cmd, logs_cmd, runner_cmd, serve_cmd, suites_cmd, token_cmd
+from web.cli import (
+    alerts_cmd,
+    compare_cmd,
+    db_cmd,
+    demo_cmd,
+    logs_cmd,
+    runner_cmd,
+    serve_cmd,
+    suites_cmd,
+    token_cmd,
+)
 
 app = typer.Typer(
     name="perftrack",
@@ -21,11 +31,13 @@ app = typer.Typer(
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(token_cmd.app, name="token")
 app.add_typer(suites_cmd.app, name="suites")
+app.add_typer(alerts_cmd.app, name="alerts")
 app.command("demo")(demo_cmd.demo)
 app.command("serve")(serve_cmd.serve)
 app.command("parse-log")(logs_cmd.parse_log)
 app.command("import-log")(logs_cmd.import_log)
 app.command("runner")(runner_cmd.runner)
+app.command("compare")(compare_cmd.compare)
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from runners.parsing import ParsedRun, ParseError, parse_run
 from runners.payload import CommitInfo, import_key, parsed_as_json, result_payload
 from tracker.errors import PerftrackError
+from tracker.history import GitHistory
 from tracker.ingest import IngestLimits, ingest_result
 from tracker.schemas import ResultIn, validation_message
 from web.cli.common import console, database_session, fail, settings
@@ -128,7 +129,9 @@ def _store(payload: dict[str, Any]) -> dict[str, Any]:
     limits = IngestLimits(max_log_bytes=config.max_log_bytes, max_steps_per_run=config.max_steps_per_run)
     with database_session() as session:
         try:
-            outcome = ingest_result(session=session, result=result, limits=limits)
+            outcome = ingest_result(
+                session=session, result=result, limits=limits, history=GitHistory(config.git_cache_dir)
+            )
         except PerftrackError as error:
             fail(str(error))
         run = outcome.run

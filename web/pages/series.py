@@ -5,8 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from tracker.alerts import series_alerts, series_threshold
+from tracker.catalog import get_hardware_kind
 from tracker.models import Metric
 from tracker.queries import METRIC_UNITS, parse_metric, series
+from tracker.triage import alert_state
 from web.deps import SessionDep, SettingsDep
 from web.pages.templating import templates
 
@@ -27,6 +30,9 @@ def series_page(
     data = series(
         session=session, case_slug=case, hardware=hardware, metric=chosen, limit=settings.series_default_limit
     )
+    kind = get_hardware_kind(session=session, name=data.hardware)
+    threshold = series_threshold(session=session, case=data.case, hardware=kind)
+    alerts = series_alerts(session=session, case=data.case, hardware=kind)
     return templates.TemplateResponse(
         request,
         "series.html",
@@ -35,5 +41,7 @@ def series_page(
             "points": list(reversed(data.points)),  # newest first in the table
             "metrics": [(m.value, METRIC_UNITS[m]) for m in Metric],
             "title": f"{data.case.slug} on {data.hardware}",
+            "threshold": threshold,
+            "alerts": [(alert, alert_state(alert)) for alert in alerts],
         },
     )

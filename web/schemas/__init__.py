@@ -1,5 +1,17 @@
 """Response (and web-only request) shapes of the JSON API; import shapes live in ``tracker.schemas``."""
 
+from web.schemas.comparisons import (
+    CalibrationIn,
+    CalibrationOut,
+    CandidateIn,
+    CandidateOut,
+    ComparisonDetailOut,
+    ComparisonIn,
+    ComparisonOut,
+    ComparisonResultDetailOut,
+    ComparisonResultOut,
+    RoundOut,
+)
 from web.schemas.core import (
     CaseHardwareOut,
     CaseOut,
@@ -30,9 +42,18 @@ from web.schemas.jobs import (
 
 __all__ = [
     "AttemptIn",
+    "CalibrationIn",
+    "CalibrationOut",
+    "CandidateIn",
+    "CandidateOut",
     "CaseHardwareOut",
     "CaseOut",
     "CommitOut",
+    "ComparisonDetailOut",
+    "ComparisonIn",
+    "ComparisonOut",
+    "ComparisonResultDetailOut",
+    "ComparisonResultOut",
     "EnqueueIn",
     "EnqueueOut",
     "HardwareOut",
@@ -42,6 +63,7 @@ __all__ = [
     "LeaseOut",
     "PatchOut",
     "ResultCreated",
+    "RoundOut",
     "RunOut",
     "RunnerIn",
     "RunnerOut",

@@ -1,0 +1,96 @@
+"""A simulated GPU runner for detection tests: nightly jobs, a queue drained with planted values."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session
+
+from tests.factories import job_result
+from tracker.catalog import get_current_case, get_hardware_kind
+from tracker.history import GitHistory
+from tracker.ingest import IngestLimits, ingest_job_result
+from tracker.jobs import claim_job, enqueue_job, register_runner
+from tracker.models import Commit, Job, JobReason
+from tracker.schemas import CommitIn
+from tracker.vcs import ensure_candidate, upsert_commit
+
+T0 = dt.datetime(2026, 5, 1, 2, 0, tzinfo=dt.UTC)
+LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)
+# A benchmark outcome: the value (ms per step) a commit measures at, or None for a failed run.
+Measure = Callable[[Commit, Job], float | None]
+
+
+class Bench:
+    """One runner of a hardware kind measuring one case; time moves a minute per job."""
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        case: str = "qwen-image-t2i-1024",
+        hardware: str = "H200",
+        history: GitHistory | None = None,
+        runner: str = "h200-sim",
+    ) -> None:
+        self.session = session
+        self.case = get_current_case(session=session, slug=case)
+        self.kind = get_hardware_kind(session=session, name=hardware)
+        self.history = history
+        self.now = T0
+        self.runner = register_runner(
+            session=session,
+            name=runner,
+            hardware=self.kind,
+            gpu_count=8,
+            labels={},
+            version="t",
+            host="sim",
+            token=None,
+            now=self.now,
+        )
+        self.ran: list[Job] = []
+
+    def commit(self, commit: CommitIn) -> Commit:
+        """Store a commit of the case's repository."""
+        assert self.case.repository is not None
+        return upsert_commit(session=self.session, repository=self.case.repository, commit=commit)
+
+    def nightly(self, commit: CommitIn) -> Job:
+        """Queue the nightly job of a commit."""
+        stored = self.commit(commit)
+        candidate = ensure_candidate(session=self.session, base=stored, patches=[])
+        return enqueue_job(
+            session=self.session,
+            candidate=candidate,
+            case=self.case,
+            hardware=self.kind,
+            reason=JobReason.NIGHTLY,
+        ).job
+
+    def drain(self, measure: Measure, limit: int = 200) -> list[Job]:
+        """Run every queued job (highest priority first), uploading what ``measure`` says."""
+        done: list[Job] = []
+        for _ in range(limit):
+            self.now += dt.timedelta(minutes=1)
+            job = claim_job(session=self.session, runner=self.runner, now=self.now)
+            if job is None:
+                return done
+            value = measure(job.candidate.base_commit, job)
+            if value is None:
+                result = job_result(job.attempts, status="failed", failure_reason="build failed: conflict")
+            else:
+                result = job_result(job.attempts, step_times_ms=[value] * 5)
+            ingest_job_result(
+                session=self.session,
+                runner=self.runner,
+                job_id=job.id,
+                result=result,
+                limits=LIMITS,
+                now=self.now,
+                history=self.history,
+            )
+            done.append(job)
+            self.ran.append(job)
+        raise AssertionError(f"the queue did not drain within {limit} jobs")

@@ -1,0 +1,186 @@
+"""What a comparison is judged against: the series' noise, the model threshold, A/A calibrations.
+
+A comparison of few rounds cannot estimate its own noise, so it borrows a prior: the run-to-run
+noise of the series (plain-commit runs of the case on that hardware), else the per-arm noise the
+newest A/A calibration measured. The threshold is the model's, raised to what the calibration
+says this many rounds can detect at all: a verdict below the minimum detectable change would be
+luck, not measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from tracker.abstats import NoisePrior, RoundValues, calibrate_aa
+from tracker.catalog import get_current_case, get_hardware_kind
+from tracker.models import (
+    Calibration,
+    Candidate,
+    Case,
+    Commit,
+    Comparison,
+    HardwareKind,
+    Job,
+    Run,
+    RunStatus,
+)
+from tracker.noise import run_to_run_noise
+
+# A long history should not drown the comparison's own rounds: the prior counts as at most this
+# many degrees of freedom.
+MAX_PRIOR_DOF = 20
+# Runs read for the series' noise (newest first); run_to_run_noise keeps the newest 100 commits.
+_NOISE_RUNS = 500
+# Comparison sizes an A/A calibration reports (besides its own round count).
+CALIBRATION_ROUND_COUNTS = (2, 4, 8)
+
+
+@dataclass(frozen=True)
+class JudgedAgainst:
+    """The threshold a result is judged with, where it came from, and the noise prior (if any)."""
+
+    threshold_pct: float
+    threshold_source: str
+    prior: NoisePrior | None
+    prior_source: str | None
+
+
+def judged_against(
+    *, session: Session, case: Case, hardware: HardwareKind, rounds: int, exclude_comparison_id: int | None
+) -> JudgedAgainst:
+    """Threshold and noise prior for ``rounds`` completed rounds of ``case`` on ``hardware``."""
+    model = case.threshold_for(hardware.name)
+    calibration = latest_calibration(session=session, case=case, hardware=hardware)
+    threshold, source = model, "model"
+    if calibration is not None:
+        mde = calibration_mde(calibration, rounds)
+        if mde is not None and mde > model:
+            threshold, source = mde, "calibration"
+    prior = series_noise_prior(
+        session=session, case=case, hardware=hardware, exclude_comparison_id=exclude_comparison_id
+    )
+    prior_source = "series" if prior is not None else None
+    if prior is None and calibration is not None and calibration.rounds > 1:
+        prior = NoisePrior(
+            noise_pct=calibration.round_noise_pct, dof=min(calibration.rounds - 1, MAX_PRIOR_DOF)
+        )
+        prior_source = "calibration"
+    return JudgedAgainst(
+        threshold_pct=threshold, threshold_source=source, prior=prior, prior_source=prior_source
+    )
+
+
+def calibration_mde(calibration: Calibration, rounds: int) -> float | None:
+    """The calibration's detectable change for ``rounds`` rounds.
+
+    The stored size itself, else the largest stored size below it (fewer rounds detect less, so
+    this errs towards a higher threshold), else the smallest stored size.
+    """
+    sizes = sorted(int(key) for key in calibration.mde_pct)
+    if not sizes:
+        return None
+    below = [size for size in sizes if size <= rounds]
+    size = below[-1] if below else sizes[0]
+    mde: float = calibration.mde_pct[str(size)]
+    return mde
+
+
+def series_noise_prior(
+    *, session: Session, case: Case, hardware: HardwareKind, exclude_comparison_id: int | None = None
+) -> NoisePrior | None:
+    """Run-to-run noise of the series (plain-commit runs) as a prior, or ``None`` without history.
+
+    Runs of the comparison being judged are left out, so its rounds are not counted twice;
+    runs excluded from detection (refuted outliers) are left out too.
+    """
+    query = (
+        select(Run.commit_id, Run.denoise_step_ms)
+        .join(Candidate, Candidate.id == Run.candidate_id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(
+            Run.case_id == case.id,
+            Run.hardware_kind_id == hardware.id,
+            Run.status == RunStatus.OK,
+            Run.denoise_step_ms.is_not(None),
+            Run.denoise_step_ms > 0,
+            Run.excluded_reason.is_(None),
+            Candidate.patch_count == 0,
+        )
+        .order_by(Commit.committed_at.desc(), Run.id.desc())
+        .limit(_NOISE_RUNS)
+    )
+    if exclude_comparison_id is not None:
+        own_jobs = select(Job.id).where(Job.comparison_id == exclude_comparison_id)
+        query = query.where((Run.job_id.is_(None)) | Run.job_id.not_in(own_jobs))
+    per_commit: dict[int, list[float]] = {}
+    for commit_id, value in reversed(session.execute(query).all()):
+        if value is not None:  # the query filters them out; the type does not know
+            per_commit.setdefault(commit_id, []).append(value)
+    estimate = run_to_run_noise(list(per_commit.values()))
+    if estimate is None:
+        return None
+    return NoisePrior(noise_pct=estimate.cv_pct, dof=min(estimate.differences, MAX_PRIOR_DOF))
+
+
+def store_calibration(
+    *,
+    session: Session,
+    comparison: Comparison,
+    case: Case,
+    hardware: HardwareKind,
+    rounds: Sequence[RoundValues],
+) -> Calibration | None:
+    """Store what an A/A comparison's rounds say about one case × hardware (``None``: under 2 rounds)."""
+    if len(rounds) < 2:
+        return None
+    threshold = case.threshold_for(hardware.name)
+    measured = calibrate_aa(
+        rounds, threshold_pct=threshold, round_counts=sorted({*CALIBRATION_ROUND_COUNTS, len(rounds)})
+    )
+    calibration = Calibration(
+        case_id=case.id,
+        hardware_kind_id=hardware.id,
+        comparison_id=comparison.id,
+        rounds=measured.rounds,
+        round_noise_pct=measured.round_noise_pct,
+        threshold_pct=threshold,
+        false_verdict_rate={str(size): rate for size, rate in measured.false_verdict_rate.items()},
+        mde_pct={str(size): mde for size, mde in measured.mde_pct.items()},
+    )
+    session.add(calibration)
+    session.flush()
+    return calibration
+
+
+def latest_calibration(*, session: Session, case: Case, hardware: HardwareKind) -> Calibration | None:
+    """The newest calibration of a case version on a hardware kind, if any."""
+    return session.scalar(
+        select(Calibration)
+        .where(Calibration.case_id == case.id, Calibration.hardware_kind_id == hardware.id)
+        .order_by(Calibration.created_at.desc(), Calibration.id.desc())
+        .limit(1)
+    )
+
+
+def list_calibrations(
+    *, session: Session, case: str | None = None, hardware: str | None = None, limit: int = 100
+) -> list[Calibration]:
+    """Calibrations newest first, optionally of one case slug (any version) and hardware kind."""
+    query = (
+        select(Calibration)
+        .join(Case, Case.id == Calibration.case_id)
+        .options(selectinload(Calibration.case), selectinload(Calibration.hardware_kind))
+        .order_by(Calibration.created_at.desc(), Calibration.id.desc())
+        .limit(limit)
+    )
+    if case is not None:
+        query = query.where(Case.slug == get_current_case(session=session, slug=case).slug)
+    if hardware is not None:
+        query = query.where(
+            Calibration.hardware_kind_id == get_hardware_kind(session=session, name=hardware).id
+        )
+    return list(session.scalars(query))

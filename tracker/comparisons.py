@@ -1,0 +1,578 @@
+"""PR-style A/B comparisons: base vs head candidate over cases × hardware, in interleaved rounds.
+
+A comparison queues its rounds as jobs, A B A B ... (round 1 base, round 1 head, round 2 base,
+...), each arm a fresh process on a runner. Every time an arm ends (a run arrives, or the job
+fails or is cancelled) the result of its case × hardware is recomputed from the rounds whose two
+arms both measured; a failed arm makes its round unusable. When every scheduled round of a
+result has ended and the verdict is still inconclusive, the rounds are doubled (2 → 4 → 8, up to
+``max_rounds``), as Pinpoint asks for more data; at the cap the result stays inconclusive and
+says so. A comparison of a candidate with itself (A/A) stores a calibration when it is done.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from tracker.abstats import ComparisonStats, RoundValues, compare_rounds
+from tracker.calibration import judged_against, store_calibration
+from tracker.catalog import get_current_case, get_hardware_kind
+from tracker.errors import Conflict, InvalidInput, NotFound
+from tracker.jobs import PRIORITY, cancel_job, enqueue_job
+from tracker.models import (
+    Arm,
+    Candidate,
+    Case,
+    Comparison,
+    ComparisonResult,
+    ComparisonState,
+    HardwareKind,
+    Job,
+    JobReason,
+    JobState,
+    Repository,
+    Run,
+    RunStatus,
+    Verdict,
+    utcnow,
+)
+from tracker.schemas import CommitIn
+from tracker.vcs import ensure_candidate, upsert_commit
+
+MAX_ROUNDS = 64
+_ENDED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+_FINISHED = (ComparisonState.DONE, ComparisonState.FAILED, ComparisonState.CANCELLED)
+_REASON_CHARS = 200
+
+
+@dataclass(frozen=True)
+class ArmView:
+    """One arm of one round: its job and, once measured, its successful run."""
+
+    job: Job | None
+    run: Run | None
+
+    @property
+    def value_ms(self) -> float | None:
+        """The run's value of record (ms per denoise step), if it measured one."""
+        if self.run is None or self.run.denoise_step_ms is None or self.run.denoise_step_ms <= 0:
+            return None
+        return self.run.denoise_step_ms
+
+    @property
+    def ended(self) -> bool:
+        """The job will not change any more (done, failed or cancelled)."""
+        return self.job is not None and self.job.state in _ENDED
+
+    @property
+    def failure(self) -> str | None:
+        """Why this arm has no value although it ended."""
+        if not self.ended or self.value_ms is not None:
+            return None
+        assert self.job is not None
+        return self.job.failure_reason or f"job {self.job.state.value}"
+
+
+@dataclass(frozen=True)
+class RoundView:
+    """One round of a result: base and head arm, and the head/base ratio once both measured."""
+
+    round: int
+    base: ArmView
+    head: ArmView
+
+    @property
+    def usable(self) -> bool:
+        """Both arms measured a value."""
+        return self.base.value_ms is not None and self.head.value_ms is not None
+
+    @property
+    def ended(self) -> bool:
+        """Both arms' jobs ended."""
+        return self.base.ended and self.head.ended
+
+    @property
+    def ratio_pct(self) -> float | None:
+        """Head vs base of this round, percent."""
+        if self.base.value_ms is None or self.head.value_ms is None:
+            return None
+        return (self.head.value_ms / self.base.value_ms - 1.0) * 100.0
+
+    def values(self) -> RoundValues:
+        """The pair the statistics take (only for a usable round)."""
+        assert self.base.value_ms is not None
+        assert self.head.value_ms is not None
+        return RoundValues(base=self.base.value_ms, head=self.head.value_ms)
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """A case × hardware result with its rounds."""
+
+    result: ComparisonResult
+    rounds: list[RoundView]
+
+
+@dataclass(frozen=True)
+class ComparisonView:
+    """A comparison with every result's rounds."""
+
+    comparison: Comparison
+    results: list[ResultView]
+
+
+def repository_of_cases(*, session: Session, cases: Sequence[str]) -> Repository:
+    """The one repository the named cases measure, or :class:`InvalidInput`."""
+    if not cases:
+        raise InvalidInput("cases", "name at least one case")
+    repositories: dict[int, Repository] = {}
+    for slug in cases:
+        case = get_current_case(session=session, slug=slug, field="cases")
+        if case.repository is None:
+            raise InvalidInput("cases", f"case {slug!r} has no repository in its suite")
+        repositories[case.repository.id] = case.repository
+    if len(repositories) > 1:
+        names = ", ".join(sorted(repository.name for repository in repositories.values()))
+        raise InvalidInput(
+            "cases", f"the cases measure different repositories ({names}); compare one at a time"
+        )
+    return next(iter(repositories.values()))
+
+
+def resolve_candidate(
+    *, session: Session, repository: Repository, sha: str, patches: Sequence[str] = ()
+) -> Candidate:
+    """The candidate ``sha + patches`` of ``repository`` (commit and candidate stored once)."""
+    commit = upsert_commit(session=session, repository=repository, commit=CommitIn(sha=sha))
+    return ensure_candidate(session=session, base=commit, patches=patches)
+
+
+def create_comparison(
+    *,
+    session: Session,
+    base: Candidate,
+    head: Candidate,
+    cases: Sequence[str],
+    hardware: Sequence[str] | None = None,
+    rounds: int = 2,
+    max_rounds: int = 8,
+    requests_per_round: int = 5,
+    requested_by: str = "",
+    pr_number: int | None = None,
+    pr_url: str | None = None,
+    command: str = "",
+) -> Comparison:
+    """Create a comparison and queue its rounds, interleaved: A1 B1 A2 B2 ... per case × hardware.
+
+    ``hardware`` (names) restricts every case to those kinds, each of which the case must run on;
+    without it, each case runs on every kind it is set up for.
+    """
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise InvalidInput("rounds", f"must be between 1 and {MAX_ROUNDS}, not {rounds}")
+    if not rounds <= max_rounds <= MAX_ROUNDS:
+        raise InvalidInput(
+            "max_rounds", f"must be between rounds ({rounds}) and {MAX_ROUNDS}, not {max_rounds}"
+        )
+    if requests_per_round < 1:
+        raise InvalidInput("requests_per_round", "must be at least 1")
+    if base.repository_id != head.repository_id:
+        raise InvalidInput("head", "base and head must be candidates of the same repository")
+    pairs = _case_hardware(session=session, repository_id=base.repository_id, cases=cases, hardware=hardware)
+    comparison = Comparison(
+        repository_id=base.repository_id,
+        base_candidate=base,
+        head_candidate=head,
+        state=ComparisonState.PENDING,
+        rounds=rounds,
+        rounds_scheduled=rounds,
+        max_rounds=max_rounds,
+        requests_per_round=requests_per_round,
+        pr_number=pr_number,
+        pr_url=pr_url,
+        command=command,
+        requested_by=requested_by,
+    )
+    session.add(comparison)
+    for case, kind in pairs:
+        judged = judged_against(
+            session=session, case=case, hardware=kind, rounds=rounds, exclude_comparison_id=None
+        )
+        comparison.results.append(
+            ComparisonResult(
+                case=case,
+                hardware_kind=kind,
+                verdict=Verdict.PENDING,
+                threshold_pct=judged.threshold_pct,
+                threshold_source=judged.threshold_source,
+                note=f"queued: {rounds} rounds",
+            )
+        )
+    session.flush()
+    for round_number in range(1, rounds + 1):
+        for case, kind in pairs:
+            _enqueue_round(
+                session=session, comparison=comparison, case=case, hardware=kind, round_number=round_number
+            )
+    session.flush()
+    return comparison
+
+
+def create_calibration(
+    *,
+    session: Session,
+    candidate: Candidate,
+    cases: Sequence[str],
+    hardware: Sequence[str] | None = None,
+    rounds: int = 8,
+    requests_per_round: int = 5,
+    requested_by: str = "",
+    command: str = "",
+) -> Comparison:
+    """An A/A comparison of ``candidate`` with itself; when done it stores a calibration per result."""
+    if rounds < 2:
+        raise InvalidInput("rounds", "a calibration needs at least 2 rounds")
+    return create_comparison(
+        session=session,
+        base=candidate,
+        head=candidate,
+        cases=cases,
+        hardware=hardware,
+        rounds=rounds,
+        max_rounds=rounds,  # more rounds would not make an A/A more informative about the setup
+        requests_per_round=requests_per_round,
+        requested_by=requested_by,
+        command=command,
+    )
+
+
+def cancel_comparison(
+    *, session: Session, comparison_id: int, reason: str, now: dt.datetime | None = None
+) -> Comparison:
+    """Cancel a comparison's queued and running jobs; results still pending become inconclusive."""
+    now = now or utcnow()
+    # Jobs first, then the comparison: the order an arriving run locks them in.
+    open_jobs = session.scalars(
+        select(Job)
+        .where(Job.comparison_id == comparison_id, Job.state.in_((JobState.QUEUED, JobState.LEASED)))
+        .order_by(Job.id)
+        .with_for_update()
+    ).all()
+    comparison = _locked(session=session, comparison_id=comparison_id)
+    if comparison.state in _FINISHED:
+        raise Conflict(f"comparison {comparison_id} is already {comparison.state.value}")
+    comparison.state = ComparisonState.CANCELLED
+    comparison.finished_at = now
+    for job in open_jobs:
+        cancel_job(session=session, job_id=job.id, reason=reason, now=now)
+    table = _rounds_of(session=session, comparison_id=comparison.id)
+    for result in comparison.results:
+        if result.verdict is not Verdict.PENDING:
+            continue
+        rounds = table.get((result.case_id, result.hardware_kind_id), [])
+        stats = _judge(session=session, comparison=comparison, result=result, rounds=rounds, now=now)
+        result.verdict = Verdict.INCONCLUSIVE
+        so_far = f"; so far: {stats.reason}" if stats is not None else ""
+        result.note = f"cancelled after {result.rounds_done} of {len(rounds)} rounds ({reason}){so_far}"
+    session.flush()
+    return comparison
+
+
+def record_comparison_job(*, session: Session, job: Job, run: Run, now: dt.datetime) -> Comparison:
+    """Advance the comparison of ``job`` after its run (ok or failed) was stored; return it."""
+    del run  # the run is read back with the round's other arm
+    return _advance(session=session, job=job, now=now)
+
+
+def comparison_job_ended(*, session: Session, job: Job, now: dt.datetime) -> Comparison:
+    """Advance the comparison of ``job`` after it ended without a run (failed for good, cancelled)."""
+    return _advance(session=session, job=job, now=now)
+
+
+def _advance(*, session: Session, job: Job, now: dt.datetime) -> Comparison:
+    assert job.comparison_id is not None
+    comparison = _locked(session=session, comparison_id=job.comparison_id)
+    if comparison.state in _FINISHED:
+        return comparison  # cancelled: its jobs ending change nothing
+    if comparison.state is ComparisonState.PENDING:
+        comparison.state = ComparisonState.RUNNING
+    table = _rounds_of(session=session, comparison_id=comparison.id)
+    for result in comparison.results:
+        if (result.case_id, result.hardware_kind_id) == (job.case_id, job.hardware_kind_id):
+            rounds = table.get((result.case_id, result.hardware_kind_id), [])
+            _refresh(session=session, comparison=comparison, result=result, rounds=rounds, now=now)
+    if any(result.verdict is Verdict.PENDING for result in comparison.results):
+        session.flush()
+        return comparison
+    measured_any = any(
+        arm.value_ms is not None
+        for rounds in table.values()
+        for view in rounds
+        for arm in (view.base, view.head)
+    )
+    comparison.state = ComparisonState.DONE if measured_any else ComparisonState.FAILED
+    comparison.finished_at = now
+    if (
+        comparison.state is ComparisonState.DONE
+        and comparison.base_candidate_id == comparison.head_candidate_id
+    ):
+        for result in comparison.results:
+            usable = [
+                view.values()
+                for view in table.get((result.case_id, result.hardware_kind_id), [])
+                if view.usable
+            ]
+            store_calibration(
+                session=session,
+                comparison=comparison,
+                case=result.case,
+                hardware=result.hardware_kind,
+                rounds=usable,
+            )
+    session.flush()
+    return comparison
+
+
+def _refresh(
+    *,
+    session: Session,
+    comparison: Comparison,
+    result: ComparisonResult,
+    rounds: list[RoundView],
+    now: dt.datetime,
+) -> None:
+    """Recompute one result; schedule more rounds when all ended inconclusive below the cap."""
+    stats = _judge(session=session, comparison=comparison, result=result, rounds=rounds, now=now)
+    scheduled = len(rounds)
+    failures = _failures(rounds)
+    if not all(view.ended for view in rounds):
+        result.verdict = Verdict.PENDING
+        result.note = _join(f"running: {result.rounds_done} of {scheduled} rounds done", failures)
+    elif stats is None:
+        result.verdict = Verdict.INCONCLUSIVE
+        result.note = f"all {scheduled} rounds failed: {failures}"
+    elif stats.verdict is Verdict.INCONCLUSIVE and scheduled < comparison.max_rounds:
+        target = min(2 * scheduled, comparison.max_rounds)
+        for round_number in range(scheduled + 1, target + 1):
+            _enqueue_round(
+                session=session,
+                comparison=comparison,
+                case=result.case,
+                hardware=result.hardware_kind,
+                round_number=round_number,
+            )
+        comparison.rounds_scheduled = max(comparison.rounds_scheduled, target)
+        result.verdict = Verdict.PENDING
+        result.note = _join(
+            f"inconclusive after {scheduled} rounds: {stats.reason}; running rounds {scheduled + 1}–{target}",
+            failures,
+        )
+    elif stats.verdict is Verdict.INCONCLUSIVE:
+        result.verdict = Verdict.INCONCLUSIVE
+        # At the cap, "more rounds needed" is not on offer any more.
+        reason = stats.reason.removesuffix(": more rounds needed")
+        result.note = _join(f"inconclusive after {scheduled} rounds: {reason}", failures)
+    else:
+        result.verdict = stats.verdict
+        result.note = _join(stats.reason, failures)
+
+
+def _judge(
+    *,
+    session: Session,
+    comparison: Comparison,
+    result: ComparisonResult,
+    rounds: list[RoundView],
+    now: dt.datetime,
+) -> ComparisonStats | None:
+    """Fill a result's numbers from its usable rounds; ``None`` when there is none."""
+    usable = [view.values() for view in rounds if view.usable]
+    judged = judged_against(
+        session=session,
+        case=result.case,
+        hardware=result.hardware_kind,
+        rounds=len(usable),
+        exclude_comparison_id=comparison.id,
+    )
+    result.rounds_done = len(usable)
+    result.rounds_failed = sum(1 for view in rounds if view.ended and not view.usable)
+    result.threshold_pct = judged.threshold_pct
+    result.threshold_source = judged.threshold_source
+    result.updated_at = now
+    stats = compare_rounds(usable, threshold_pct=judged.threshold_pct, prior=judged.prior) if usable else None
+    result.base_value = stats.base_ms if stats else None
+    result.head_value = stats.head_ms if stats else None
+    result.change_pct = stats.change_pct if stats else None
+    result.ci_low_pct = stats.ci_low_pct if stats else None
+    result.ci_high_pct = stats.ci_high_pct if stats else None
+    result.round_noise_pct = stats.round_noise_pct if stats else None
+    result.dof = stats.dof if stats else None
+    return stats
+
+
+def _failures(rounds: list[RoundView]) -> str:
+    reasons = [
+        f"round {view.round} {arm_name}: {failure[:_REASON_CHARS]}"
+        for view in rounds
+        for arm_name, arm in (("base", view.base), ("head", view.head))
+        if (failure := arm.failure) is not None
+    ]
+    if len(reasons) > 3:
+        reasons = [*reasons[:3], f"and {len(reasons) - 3} more"]
+    return "; ".join(reasons)
+
+
+def _join(note: str, failures: str) -> str:
+    return f"{note}; failed arms: {failures}" if failures else note
+
+
+def _enqueue_round(
+    *, session: Session, comparison: Comparison, case: Case, hardware: HardwareKind, round_number: int
+) -> None:
+    for arm, candidate in ((Arm.BASE, comparison.base_candidate), (Arm.HEAD, comparison.head_candidate)):
+        enqueue_job(
+            session=session,
+            candidate=candidate,
+            case=case,
+            hardware=hardware,
+            reason=JobReason.PR,
+            priority=PRIORITY[JobReason.PR],
+            purpose=f"cmp{comparison.id}:r{round_number}:{arm.value}",
+            requested_by=comparison.requested_by,
+            comparison_id=comparison.id,
+            comparison_round=round_number,
+            arm=arm,
+        )
+
+
+def _case_hardware(
+    *, session: Session, repository_id: int, cases: Sequence[str], hardware: Sequence[str] | None
+) -> list[tuple[Case, HardwareKind]]:
+    if not cases:
+        raise InvalidInput("cases", "name at least one case")
+    chosen = [get_hardware_kind(session=session, name=name) for name in dict.fromkeys(hardware or ())]
+    pairs: list[tuple[Case, HardwareKind]] = []
+    for slug in dict.fromkeys(cases):
+        case = get_current_case(session=session, slug=slug, field="cases")
+        if case.repository_id != repository_id:
+            raise InvalidInput("cases", f"case {slug!r} measures another repository than the candidates")
+        runs_on = {entry.hardware_kind.name: entry.hardware_kind for entry in case.hardware}
+        if not runs_on:
+            raise InvalidInput("cases", f"case {slug!r} is set up for no hardware kind")
+        for kind in chosen:
+            if kind.name not in runs_on:
+                raise InvalidInput(
+                    "hardware", f"case {slug!r} does not run on {kind.name}; it runs on {', '.join(runs_on)}"
+                )
+        pairs.extend((case, kind) for kind in (chosen or runs_on.values()))
+    return pairs
+
+
+def _locked(*, session: Session, comparison_id: int) -> Comparison:
+    """The comparison, its row locked on PostgreSQL, so concurrent arms are judged one at a time."""
+    comparison = session.scalar(
+        select(Comparison)
+        .where(Comparison.id == comparison_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if comparison is None:
+        raise NotFound(f"no comparison {comparison_id}")
+    return comparison
+
+
+def _rounds_of(*, session: Session, comparison_id: int) -> dict[tuple[int, int], list[RoundView]]:
+    """Per (case id, hardware kind id), the rounds of a comparison in order."""
+    jobs = session.scalars(
+        select(Job)
+        .where(Job.comparison_id == comparison_id)
+        .order_by(Job.id)
+        .execution_options(populate_existing=True)
+    ).all()
+    runs: dict[int, Run] = {}
+    if jobs:
+        for run in session.scalars(
+            select(Run)
+            .where(Run.job_id.in_([job.id for job in jobs]), Run.status == RunStatus.OK)
+            .order_by(Run.id)
+        ):
+            assert run.job_id is not None
+            runs[run.job_id] = run  # the newest successful run of a job counts
+    slots: dict[tuple[int, int], dict[int, dict[Arm, Job]]] = {}
+    for job in jobs:
+        if job.comparison_round is None or job.arm is None:
+            continue
+        key = (job.case_id, job.hardware_kind_id)
+        slots.setdefault(key, {}).setdefault(job.comparison_round, {})[job.arm] = job
+    table: dict[tuple[int, int], list[RoundView]] = {}
+    for key, by_round in slots.items():
+        table[key] = [
+            RoundView(
+                round=number,
+                base=_arm(by_round[number].get(Arm.BASE), runs),
+                head=_arm(by_round[number].get(Arm.HEAD), runs),
+            )
+            for number in sorted(by_round)
+        ]
+    return table
+
+
+def _arm(job: Job | None, runs: dict[int, Run]) -> ArmView:
+    return ArmView(job=job, run=runs.get(job.id) if job is not None else None)
+
+
+def get_comparison(*, session: Session, comparison_id: int) -> Comparison:
+    """One comparison with its results."""
+    comparison = session.scalar(
+        select(Comparison)
+        .where(Comparison.id == comparison_id)
+        .options(
+            selectinload(Comparison.results).selectinload(ComparisonResult.case),
+            selectinload(Comparison.results).selectinload(ComparisonResult.hardware_kind),
+        )
+    )
+    if comparison is None:
+        raise NotFound(f"no comparison {comparison_id}")
+    return comparison
+
+
+def comparison_view(*, session: Session, comparison_id: int) -> ComparisonView:
+    """A comparison with, per case × hardware result, its rounds (values, run ids, job states)."""
+    comparison = get_comparison(session=session, comparison_id=comparison_id)
+    table = _rounds_of(session=session, comparison_id=comparison.id)
+    return ComparisonView(
+        comparison=comparison,
+        results=[
+            ResultView(result=result, rounds=table.get((result.case_id, result.hardware_kind_id), []))
+            for result in comparison.results
+        ],
+    )
+
+
+def list_comparisons(
+    *,
+    session: Session,
+    state: ComparisonState | None = None,
+    pr_number: int | None = None,
+    limit: int = 100,
+) -> list[Comparison]:
+    """Comparisons newest first, optionally in one state or for one pull request."""
+    query = (
+        select(Comparison)
+        .order_by(Comparison.id.desc())
+        .limit(limit)
+        .options(
+            selectinload(Comparison.results).selectinload(ComparisonResult.case),
+            selectinload(Comparison.results).selectinload(ComparisonResult.hardware_kind),
+            selectinload(Comparison.base_candidate),
+            selectinload(Comparison.head_candidate),
+        )
+    )
+    if state is not None:
+        query = query.where(Comparison.state == state)
+    if pr_number is not None:
+        query = query.where(Comparison.pr_number == pr_number)
+    return list(session.scalars(query))

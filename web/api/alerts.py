@@ -1,0 +1,81 @@
+"""Alerts: list and filter, read one, triage (admin), sweep and bisect on request (admin)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from tracker.models import utcnow
+from tracker.triage import get_alert, list_alerts, request_bisection, sweep, triage_alert
+from web.deps import AdminTokenDep, HistoryDep, SessionDep, SettingsDep, WriteSessionDep
+from web.schemas.alerts import AlertDetailOut, AlertOut, SweepOut, TriageIn
+
+router = APIRouter(prefix="/alerts", tags=["alerts"])
+
+
+@router.get("", response_model=list[AlertOut])
+def read_alerts(
+    session: SessionDep,
+    settings: SettingsDep,
+    status: Annotated[
+        str | None, Query(description="open, confirming, acknowledged, fixed, invalid, expected")
+    ] = None,
+    case: str | None = None,
+    hardware: str | None = None,
+    direction: Annotated[str | None, Query(description="regression or improvement")] = None,
+    confirmation: str | None = None,
+    limit: Annotated[int, Query(ge=1)] = 200,
+) -> list[AlertOut]:
+    """Alerts newest first with case, hardware, commits, before/after, change % and status."""
+    alerts = list_alerts(
+        session=session,
+        status=status,
+        case_slug=case,
+        hardware=hardware,
+        direction=direction,
+        confirmation=confirmation,
+        limit=min(limit, settings.max_page_size),
+    )
+    return [AlertOut.of(alert) for alert in alerts]
+
+
+@router.get("/{alert_id}", response_model=AlertDetailOut, responses={404: {"description": "No such alert"}})
+def read_alert(alert_id: int, session: SessionDep) -> AlertDetailOut:
+    """One alert with its events, bisection steps and evidence."""
+    return AlertDetailOut.detail(get_alert(session=session, alert_id=alert_id))
+
+
+@router.post(
+    "/{alert_id}/triage",
+    response_model=AlertDetailOut,
+    responses={409: {"description": "Not a move the alert's status allows"}},
+)
+def triage(alert_id: int, body: TriageIn, session: WriteSessionDep, token: AdminTokenDep) -> AlertDetailOut:
+    """Acknowledge, close (fixed, invalid, expected) or reopen an alert, saying why."""
+    alert = triage_alert(
+        session=session,
+        alert_id=alert_id,
+        status=body.status,
+        actor=token.name,
+        reason=body.reason,
+        now=utcnow(),
+    )
+    session.commit()
+    return AlertDetailOut.detail(alert)
+
+
+@router.post("/{alert_id}/bisect", response_model=AlertDetailOut)
+def bisect(alert_id: int, session: WriteSessionDep, history: HistoryDep, _t: AdminTokenDep) -> AlertDetailOut:
+    """Start the bisection of an alert by hand (e.g. after the repository became reachable)."""
+    alert = request_bisection(session=session, alert_id=alert_id, history=history, now=utcnow())
+    session.commit()
+    return AlertDetailOut.detail(alert)
+
+
+@router.post("/sweep", response_model=SweepOut)
+def run_sweep(session: WriteSessionDep, history: HistoryDep, _t: AdminTokenDep) -> SweepOut:
+    """Evaluate every series now; returns the alerts created or changed."""
+    report = sweep(session=session, now=utcnow(), history=history)
+    session.commit()
+    return SweepOut(series=report.series, alerts=[AlertOut.of(alert) for alert in report.alerts_touched])

@@ -1,0 +1,137 @@
+"""Alert shapes of the JSON API."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tracker.bisection import bisection_view
+from tracker.models import Alert
+from tracker.triage import alert_state
+from web.schemas.core import CommitOut
+
+
+class AlertEventOut(BaseModel):
+    """One status change or note on an alert: who, when, why."""
+
+    from_status: str | None
+    to_status: str
+    actor: str
+    reason: str
+    at: dt.datetime
+
+
+class BisectionStepOut(BaseModel):
+    """One commit measured while bisecting."""
+
+    position: int
+    commit_sha: str
+    commit_title: str
+    value_ms: float | None
+    outcome: str = Field(description="good, bad, skipped or pending")
+    job_id: int | None
+    note: str
+
+
+class AlertOut(BaseModel):
+    """A change on a series, where it happened and how it stands."""
+
+    id: int
+    url: str
+    case: str
+    hardware: str
+    metric: str
+    direction: str = Field(description="regression or improvement")
+    state: str = Field(description="status, or 'confirming' while re-runs decide")
+    status: str
+    confirmation: str
+    last_good_commit: CommitOut | None
+    first_bad_commit: CommitOut
+    culprit_commit: CommitOut | None
+    fixed_by_commit: CommitOut | None
+    before_ms: float
+    after_ms: float
+    change_pct: float
+    threshold_pct: float
+    noise_pct: float | None
+    p_value: float | None
+    single_run_basis: bool = Field(description="rests on single runs without a noise estimate")
+    bisection_state: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime | None
+
+    @classmethod
+    def of(cls, alert: Alert) -> AlertOut:
+        """From the ORM object."""
+
+        def commit(value: Any) -> CommitOut | None:
+            return CommitOut.of(value) if value is not None else None
+
+        return cls(
+            id=alert.id,
+            url=f"/alerts/{alert.id}",
+            case=alert.case.slug,
+            hardware=alert.hardware_kind.name,
+            metric=alert.metric.value,
+            direction=alert.direction.value,
+            state=alert_state(alert),
+            status=alert.status.value,
+            confirmation=alert.confirmation,
+            last_good_commit=commit(alert.last_good_commit),
+            first_bad_commit=CommitOut.of(alert.first_bad_commit),
+            culprit_commit=commit(alert.culprit_commit),
+            fixed_by_commit=commit(alert.fixed_by_commit),
+            before_ms=alert.before_value,
+            after_ms=alert.after_value,
+            change_pct=alert.change_pct,
+            threshold_pct=alert.threshold_pct,
+            noise_pct=alert.noise_pct,
+            p_value=alert.p_value,
+            single_run_basis=alert.single_run_basis,
+            bisection_state=alert.bisection_state,
+            created_at=alert.created_at,
+            updated_at=alert.updated_at,
+        )
+
+
+class AlertDetailOut(AlertOut):
+    """An alert with its history, bisection steps and the evidence detection gave."""
+
+    events: list[AlertEventOut]
+    bisection_steps: list[BisectionStepOut]
+    evidence: dict[str, Any]
+
+    @classmethod
+    def detail(cls, alert: Alert) -> AlertDetailOut:
+        """From the ORM object, with events and steps."""
+        return cls(
+            **AlertOut.of(alert).model_dump(),
+            events=[
+                AlertEventOut(
+                    from_status=event.from_status.value if event.from_status else None,
+                    to_status=event.to_status.value,
+                    actor=event.actor,
+                    reason=event.reason,
+                    at=event.created_at,
+                )
+                for event in alert.events
+            ],
+            bisection_steps=[BisectionStepOut(**step) for step in bisection_view(alert)],
+            evidence=dict(alert.evidence),
+        )
+
+
+class TriageIn(BaseModel):
+    """A triage decision."""
+
+    status: str = Field(description="acknowledged, fixed, invalid, expected, or open to reopen")
+    reason: str = Field(default="", max_length=4000, description="why; required except to acknowledge")
+
+
+class SweepOut(BaseModel):
+    """What a sweep did."""
+
+    series: int
+    alerts: list[AlertOut]

@@ -1,0 +1,287 @@
+"""Shapes of the comparison and calibration endpoints."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tracker.comparisons import MAX_ROUNDS, ArmView, ComparisonView, ResultView, RoundView
+from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
+from tracker.schemas import PATCH_REF_PATTERN, Sha
+
+Slug = Annotated[str, Field(min_length=1, max_length=128)]
+HardwareName = Annotated[str, Field(min_length=1, max_length=64)]
+Rounds = Annotated[int, Field(ge=1, le=MAX_ROUNDS)]
+
+
+class CandidateIn(BaseModel):
+    """A commit plus the patches stacked on it, in order (shas or ``#PR`` / ``refs/pull/N/head``)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    sha: Sha
+    patches: Annotated[list[str], Field(max_length=64)] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _patch_refs(self) -> CandidateIn:
+        for index, ref in enumerate(self.patches):
+            if not PATCH_REF_PATTERN.match(ref):
+                raise ValueError(f"patches[{index}]: {ref!r} is neither a commit sha nor refs/pull/N/head")
+        return self
+
+
+class ComparisonIn(BaseModel):
+    """A request to compare a head candidate with a base over cases × hardware kinds."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    base: CandidateIn
+    head: CandidateIn
+    cases: Annotated[list[Slug], Field(min_length=1, max_length=64)]
+    hardware: Annotated[list[HardwareName], Field(min_length=1, max_length=16)] | None = Field(
+        default=None, description="default: every kind each case runs on"
+    )
+    rounds: Rounds = 2
+    max_rounds: Rounds = Field(default=8, description="rounds are doubled up to this while inconclusive")
+    requests_per_round: Annotated[int, Field(ge=1, le=1000)] = 5
+    pr_number: Annotated[int, Field(ge=1)] | None = None
+    pr_url: Annotated[str, Field(max_length=512)] | None = None
+    command: Annotated[str, Field(max_length=2000)] = ""
+
+    @model_validator(mode="after")
+    def _round_cap(self) -> ComparisonIn:
+        if self.max_rounds < self.rounds:
+            raise ValueError(f"max_rounds: {self.max_rounds} is below rounds ({self.rounds})")
+        return self
+
+
+class CalibrationIn(BaseModel):
+    """A request to calibrate: an A/A comparison of one candidate with itself."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    candidate: CandidateIn
+    cases: Annotated[list[Slug], Field(min_length=1, max_length=64)]
+    hardware: Annotated[list[HardwareName], Field(min_length=1, max_length=16)] | None = None
+    rounds: Annotated[int, Field(ge=2, le=MAX_ROUNDS)] = 8
+    requests_per_round: Annotated[int, Field(ge=1, le=1000)] = 5
+
+
+class CandidateOut(BaseModel):
+    """A candidate: its label, base commit and patches."""
+
+    label: str
+    sha: str
+    patches: list[str]
+
+    @classmethod
+    def of(cls, candidate: Candidate) -> CandidateOut:
+        """From the ORM object."""
+        return cls(
+            label=candidate.label,
+            sha=candidate.base_commit.sha,
+            patches=[patch.ref for patch in candidate.patches],
+        )
+
+
+class ArmOut(BaseModel):
+    """One arm of a round: its job, its state and, once measured, its run and value."""
+
+    job_id: int | None
+    job_state: str | None
+    run_id: int | None
+    value_ms: float | None
+    failure: str | None
+
+    @classmethod
+    def of(cls, arm: ArmView) -> ArmOut:
+        """From the read model."""
+        return cls(
+            job_id=arm.job.id if arm.job else None,
+            job_state=arm.job.state.value if arm.job else None,
+            run_id=arm.run.id if arm.run else None,
+            value_ms=arm.value_ms,
+            failure=arm.failure,
+        )
+
+
+class RoundOut(BaseModel):
+    """One round: base and head arm, and head vs base in percent."""
+
+    round: int
+    base_ms: float | None
+    head_ms: float | None
+    ratio_pct: float | None
+    usable: bool
+    base: ArmOut
+    head: ArmOut
+
+    @classmethod
+    def of(cls, view: RoundView) -> RoundOut:
+        """From the read model."""
+        return cls(
+            round=view.round,
+            base_ms=view.base.value_ms,
+            head_ms=view.head.value_ms,
+            ratio_pct=view.ratio_pct,
+            usable=view.usable,
+            base=ArmOut.of(view.base),
+            head=ArmOut.of(view.head),
+        )
+
+
+class ComparisonResultOut(BaseModel):
+    """The verdict for one case on one hardware kind (values are ms per denoise step)."""
+
+    case: str
+    hardware: str
+    verdict: str
+    base_ms: float | None
+    head_ms: float | None
+    change_pct: float | None
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    threshold_pct: float | None
+    threshold_source: str | None
+    round_noise_pct: float | None
+    dof: int | None
+    rounds_done: int
+    rounds_failed: int
+    note: str
+    updated_at: dt.datetime | None
+
+    @classmethod
+    def of(cls, result: ComparisonResult) -> ComparisonResultOut:
+        """From the ORM object."""
+        return cls(**_result_fields(result))
+
+
+class ComparisonResultDetailOut(ComparisonResultOut):
+    """A result with its rounds."""
+
+    rounds: list[RoundOut]
+
+    @classmethod
+    def of_view(cls, view: ResultView) -> ComparisonResultDetailOut:
+        """From the read model."""
+        return cls(**_result_fields(view.result), rounds=[RoundOut.of(item) for item in view.rounds])
+
+
+class ComparisonOut(BaseModel):
+    """A comparison and its per case × hardware results."""
+
+    id: int
+    state: str
+    base: CandidateOut
+    head: CandidateOut
+    rounds: int
+    rounds_scheduled: int
+    max_rounds: int
+    requests_per_round: int
+    pr_number: int | None
+    pr_url: str | None
+    command: str
+    requested_by: str
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+    results: list[ComparisonResultOut]
+
+    @classmethod
+    def of(cls, comparison: Comparison) -> ComparisonOut:
+        """From the ORM object (results without their rounds)."""
+        return cls(
+            **_comparison_fields(comparison),
+            results=[ComparisonResultOut.of(result) for result in comparison.results],
+        )
+
+
+class ComparisonDetailOut(ComparisonOut):
+    """A comparison with every result's rounds."""
+
+    results: list[ComparisonResultDetailOut]  # type: ignore[assignment]
+
+    @classmethod
+    def of_view(cls, view: ComparisonView) -> ComparisonDetailOut:
+        """From the read model."""
+        return cls(
+            **_comparison_fields(view.comparison),
+            results=[ComparisonResultDetailOut.of_view(result) for result in view.results],
+        )
+
+
+class CalibrationOut(BaseModel):
+    """What an A/A comparison measured for one case on one hardware kind.
+
+    ``false_verdict_rate`` and ``mde_pct`` are keyed by round count.
+    """
+
+    id: int
+    case: str
+    case_version: int
+    hardware: str
+    comparison_id: int | None
+    rounds: int
+    round_noise_pct: float
+    threshold_pct: float
+    false_verdict_rate: dict[str, float]
+    mde_pct: dict[str, float]
+    created_at: dt.datetime
+
+    @classmethod
+    def of(cls, calibration: Calibration) -> CalibrationOut:
+        """From the ORM object."""
+        return cls(
+            id=calibration.id,
+            case=calibration.case.slug,
+            case_version=calibration.case.version,
+            hardware=calibration.hardware_kind.name,
+            comparison_id=calibration.comparison_id,
+            rounds=calibration.rounds,
+            round_noise_pct=calibration.round_noise_pct,
+            threshold_pct=calibration.threshold_pct,
+            false_verdict_rate=dict(calibration.false_verdict_rate),
+            mde_pct=dict(calibration.mde_pct),
+            created_at=calibration.created_at,
+        )
+
+
+def _result_fields(result: ComparisonResult) -> dict[str, Any]:
+    return {
+        "case": result.case.slug,
+        "hardware": result.hardware_kind.name,
+        "verdict": result.verdict.value,
+        "base_ms": result.base_value,
+        "head_ms": result.head_value,
+        "change_pct": result.change_pct,
+        "ci_low_pct": result.ci_low_pct,
+        "ci_high_pct": result.ci_high_pct,
+        "threshold_pct": result.threshold_pct,
+        "threshold_source": result.threshold_source,
+        "round_noise_pct": result.round_noise_pct,
+        "dof": result.dof,
+        "rounds_done": result.rounds_done,
+        "rounds_failed": result.rounds_failed,
+        "note": result.note,
+        "updated_at": result.updated_at,
+    }
+
+
+def _comparison_fields(comparison: Comparison) -> dict[str, Any]:
+    return {
+        "id": comparison.id,
+        "state": comparison.state.value,
+        "base": CandidateOut.of(comparison.base_candidate),
+        "head": CandidateOut.of(comparison.head_candidate),
+        "rounds": comparison.rounds,
+        "rounds_scheduled": comparison.rounds_scheduled,
+        "max_rounds": comparison.max_rounds,
+        "requests_per_round": comparison.requests_per_round,
+        "pr_number": comparison.pr_number,
+        "pr_url": comparison.pr_url,
+        "command": comparison.command,
+        "requested_by": comparison.requested_by,
+        "created_at": comparison.created_at,
+        "finished_at": comparison.finished_at,
+    }
