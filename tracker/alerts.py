@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.calibration import latest_calibration
 from tracker.changepoints import Change, Detection, DetectorConfig, detect_changes, noise_threshold_pct
 from tracker.jobs import PRIORITY, enqueue_job
 from tracker.models import (
     Alert,
     AlertEvent,
     AlertStatus,
-    Calibration,
     Candidate,
     Case,
     Commit,
@@ -118,16 +118,6 @@ def load_series_runs(
     ]
 
 
-def latest_calibration(*, session: Session, case: Case, hardware: HardwareKind) -> Calibration | None:
-    """The newest A/A calibration of a series, if any."""
-    return session.scalar(
-        select(Calibration)
-        .where(Calibration.case_id == case.id, Calibration.hardware_kind_id == hardware.id)
-        .order_by(Calibration.created_at.desc(), Calibration.id.desc())
-        .limit(1)
-    )
-
-
 def detect_series(
     *, session: Session, case: Case, hardware: HardwareKind, commits: list[SeriesCommit] | None = None
 ) -> tuple[list[SeriesCommit], Detection | None]:
@@ -138,13 +128,17 @@ def detect_series(
     if len(commits) < 2:
         return commits, None
     calibration = latest_calibration(session=session, case=case, hardware=hardware)
-    floor = None
+    floor = prior_pct = None
+    prior_dof = 0
     if calibration is not None:
         floor = noise_threshold_pct(calibration.round_noise_pct, DetectorConfig())
+        prior_pct, prior_dof = calibration.round_noise_pct, calibration.rounds - 1
     detection = detect_changes(
         [[run.value for run in entry.runs] for entry in commits],
         threshold_pct=case.threshold_for(hardware.name),
         noise_floor_from_calibration_pct=floor,
+        prior_noise_pct=prior_pct,
+        prior_noise_dof=prior_dof,
     )
     return commits, detection
 
@@ -233,17 +227,33 @@ def _direction(change: Change) -> Direction:
 
 
 def _matching_alert(context: _Context, change: Change) -> Alert | None:
+    """The alert this change already is: same commit, or the same change placed a little apart.
+
+    Exact matches first (first bad commit or culprit). Otherwise an alert in the same direction
+    whose range holds the commit, or whose first bad commit lies within a few commits, matches
+    only if detection no longer reports a change at the alert's own commits (the change moved)
+    and re-runs did not refute it.
+    """
     first_bad = context.commits[change.index].commit
     direction = _direction(change)
-    for alert in context.alerts:
-        if alert.direction is not direction:
+    same_way = [alert for alert in context.alerts if alert.direction is direction]
+    for alert in same_way:
+        if first_bad.id in (alert.first_bad_commit_id, alert.culprit_commit_id):
+            return alert
+    reported = {
+        context.commits[other.index].commit.id
+        for other in context.detection.changes
+        if _direction(other) is direction and other is not change
+    }
+    for alert in same_way:
+        if alert.confirmation == "refuted":
             continue
-        if alert.first_bad_commit_id == first_bad.id or alert.culprit_commit_id == first_bad.id:
-            return alert
+        if alert.first_bad_commit_id in reported or alert.culprit_commit_id in reported:
+            continue
         where = context.position(alert.first_bad_commit_id)
-        if where is not None and abs(where - change.index) <= MATCH_RADIUS:
-            return alert
-        if _within_range(alert, first_bad):
+        if (where is not None and abs(where - change.index) <= MATCH_RADIUS) or _within_range(
+            alert, first_bad
+        ):
             return alert
     return None
 
@@ -257,16 +267,9 @@ def _within_range(alert: Alert, commit: Commit) -> bool:
 
 
 def _is_recorded_fix(context: _Context, change: Change) -> bool:
+    """Whether this change is one an alert already records as its fix."""
     first_bad = context.commits[change.index].commit
-    for alert in context.alerts:
-        if alert.fixed_by_commit_id is None:
-            continue
-        where = context.position(alert.fixed_by_commit_id)
-        if alert.fixed_by_commit_id == first_bad.id or (
-            where is not None and abs(where - change.index) <= MATCH_RADIUS
-        ):
-            return True
-    return False
+    return any(alert.fixed_by_commit_id == first_bad.id for alert in context.alerts)
 
 
 def _undone_alert(context: _Context, change: Change) -> Alert | None:
@@ -554,12 +557,17 @@ class ThresholdInfo:
     noise_pct: float | None
     noise_threshold_pct: float | None
     calibrated: bool
+    noise_source: str = "history"
 
     def describe(self) -> str:
         """One line for pages and the CLI."""
         if self.noise_pct is None and not self.calibrated:
             return f"{self.model_pct:g} % (model); no noise estimate yet"
-        noise = f"run-to-run noise {self.noise_pct:.2f} %" if self.noise_pct is not None else "calibrated"
+        noise = (
+            f"run-to-run noise {self.noise_pct:.2f} % ({self.noise_source})"
+            if self.noise_pct is not None
+            else "calibrated"
+        )
         allows = (
             f"noise allows ≥ {self.noise_threshold_pct:.2f} %" if self.noise_threshold_pct is not None else ""
         )
@@ -581,6 +589,7 @@ def series_threshold(*, session: Session, case: Case, hardware: HardwareKind) ->
         noise_pct=detection.noise.cv_pct if detection.noise else None,
         noise_threshold_pct=detection.noise_threshold_pct,
         calibrated=calibrated,
+        noise_source=detection.noise.source.replace("+", " and ") if detection.noise else "history",
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from tracker.abstats import NoisePrior, RoundValues, calibrate_aa
+from tracker.abstats import NoisePrior, RoundValues, calibrate_aa, minimum_detectable_change_pct
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.models import (
     Calibration,
@@ -52,41 +52,38 @@ class JudgedAgainst:
 def judged_against(
     *, session: Session, case: Case, hardware: HardwareKind, rounds: int, exclude_comparison_id: int | None
 ) -> JudgedAgainst:
-    """Threshold and noise prior for ``rounds`` completed rounds of ``case`` on ``hardware``."""
+    """Threshold and noise prior for ``rounds`` completed rounds of ``case`` on ``hardware``.
+
+    The prior is the newest A/A calibration's per-arm noise when there is one (it measured exactly
+    this: the same build twice in rounds on this hardware), else the series' run-to-run noise.
+    The threshold is the model's, raised to the change this comparison can detect with 80 % power
+    given the calibrated noise and the degrees of freedom it actually has (its rounds plus the
+    prior's): below that, a verdict would be luck.
+    """
     model = case.threshold_for(hardware.name)
     calibration = latest_calibration(session=session, case=case, hardware=hardware)
-    threshold, source = model, "model"
-    if calibration is not None:
-        mde = calibration_mde(calibration, rounds)
-        if mde is not None and mde > model:
-            threshold, source = mde, "calibration"
-    prior = series_noise_prior(
-        session=session, case=case, hardware=hardware, exclude_comparison_id=exclude_comparison_id
-    )
-    prior_source = "series" if prior is not None else None
-    if prior is None and calibration is not None and calibration.rounds > 1:
+    prior: NoisePrior | None = None
+    prior_source: str | None = None
+    if calibration is not None and calibration.rounds > 1:
         prior = NoisePrior(
             noise_pct=calibration.round_noise_pct, dof=min(calibration.rounds - 1, MAX_PRIOR_DOF)
         )
         prior_source = "calibration"
+    else:
+        prior = series_noise_prior(
+            session=session, case=case, hardware=hardware, exclude_comparison_id=exclude_comparison_id
+        )
+        prior_source = "series" if prior is not None else None
+    threshold, source = model, "model"
+    if calibration is not None and rounds >= 1:
+        dof = rounds - 1 + (prior.dof if prior is not None else 0)
+        if dof >= 1:
+            mde = minimum_detectable_change_pct(max(calibration.round_noise_pct, 1e-6), rounds, dof)
+            if mde > model:
+                threshold, source = mde, "calibration"
     return JudgedAgainst(
         threshold_pct=threshold, threshold_source=source, prior=prior, prior_source=prior_source
     )
-
-
-def calibration_mde(calibration: Calibration, rounds: int) -> float | None:
-    """The calibration's detectable change for ``rounds`` rounds.
-
-    The stored size itself, else the largest stored size below it (fewer rounds detect less, so
-    this errs towards a higher threshold), else the smallest stored size.
-    """
-    sizes = sorted(int(key) for key in calibration.mde_pct)
-    if not sizes:
-        return None
-    below = [size for size in sizes if size <= rounds]
-    size = below[-1] if below else sizes[0]
-    mde: float = calibration.mde_pct[str(size)]
-    return mde
 
 
 def series_noise_prior(

@@ -7,20 +7,21 @@ arms both measured; a failed arm makes its round unusable. When every scheduled 
 result has ended and the verdict is still inconclusive, the rounds are doubled (2 → 4 → 8, up to
 ``max_rounds``), as Pinpoint asks for more data; at the cap the result stays inconclusive and
 says so. A comparison of a candidate with itself (A/A) stores a calibration when it is done.
+Reading comparisons back, round by round, is :mod:`tracker.comparison_views`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
-from tracker.abstats import ComparisonStats, RoundValues, compare_rounds
+from tracker.abstats import ComparisonStats, compare_rounds
 from tracker.calibration import judged_against, store_calibration
 from tracker.catalog import get_current_case, get_hardware_kind
+from tracker.comparison_views import RoundView, rounds_of
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.jobs import PRIORITY, cancel_job, enqueue_job
 from tracker.models import (
@@ -36,7 +37,6 @@ from tracker.models import (
     JobState,
     Repository,
     Run,
-    RunStatus,
     Verdict,
     utcnow,
 )
@@ -44,85 +44,8 @@ from tracker.schemas import CommitIn
 from tracker.vcs import ensure_candidate, upsert_commit
 
 MAX_ROUNDS = 64
-_ENDED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 _FINISHED = (ComparisonState.DONE, ComparisonState.FAILED, ComparisonState.CANCELLED)
 _REASON_CHARS = 200
-
-
-@dataclass(frozen=True)
-class ArmView:
-    """One arm of one round: its job and, once measured, its successful run."""
-
-    job: Job | None
-    run: Run | None
-
-    @property
-    def value_ms(self) -> float | None:
-        """The run's value of record (ms per denoise step), if it measured one."""
-        if self.run is None or self.run.denoise_step_ms is None or self.run.denoise_step_ms <= 0:
-            return None
-        return self.run.denoise_step_ms
-
-    @property
-    def ended(self) -> bool:
-        """The job will not change any more (done, failed or cancelled)."""
-        return self.job is not None and self.job.state in _ENDED
-
-    @property
-    def failure(self) -> str | None:
-        """Why this arm has no value although it ended."""
-        if not self.ended or self.value_ms is not None:
-            return None
-        assert self.job is not None
-        return self.job.failure_reason or f"job {self.job.state.value}"
-
-
-@dataclass(frozen=True)
-class RoundView:
-    """One round of a result: base and head arm, and the head/base ratio once both measured."""
-
-    round: int
-    base: ArmView
-    head: ArmView
-
-    @property
-    def usable(self) -> bool:
-        """Both arms measured a value."""
-        return self.base.value_ms is not None and self.head.value_ms is not None
-
-    @property
-    def ended(self) -> bool:
-        """Both arms' jobs ended."""
-        return self.base.ended and self.head.ended
-
-    @property
-    def ratio_pct(self) -> float | None:
-        """Head vs base of this round, percent."""
-        if self.base.value_ms is None or self.head.value_ms is None:
-            return None
-        return (self.head.value_ms / self.base.value_ms - 1.0) * 100.0
-
-    def values(self) -> RoundValues:
-        """The pair the statistics take (only for a usable round)."""
-        assert self.base.value_ms is not None
-        assert self.head.value_ms is not None
-        return RoundValues(base=self.base.value_ms, head=self.head.value_ms)
-
-
-@dataclass(frozen=True)
-class ResultView:
-    """A case × hardware result with its rounds."""
-
-    result: ComparisonResult
-    rounds: list[RoundView]
-
-
-@dataclass(frozen=True)
-class ComparisonView:
-    """A comparison with every result's rounds."""
-
-    comparison: Comparison
-    results: list[ResultView]
 
 
 def repository_of_cases(*, session: Session, cases: Sequence[str]) -> Repository:
@@ -268,7 +191,7 @@ def cancel_comparison(
     comparison.finished_at = now
     for job in open_jobs:
         cancel_job(session=session, job_id=job.id, reason=reason, now=now)
-    table = _rounds_of(session=session, comparison_id=comparison.id)
+    table = rounds_of(session=session, comparison_id=comparison.id)
     for result in comparison.results:
         if result.verdict is not Verdict.PENDING:
             continue
@@ -292,6 +215,15 @@ def comparison_job_ended(*, session: Session, job: Job, now: dt.datetime) -> Com
     return _advance(session=session, job=job, now=now)
 
 
+def job_requests(*, session: Session, job: Job) -> int:
+    """The requests one run of ``job`` makes: its comparison's ``requests_per_round``, else the case's."""
+    if job.comparison_id is not None:
+        comparison = session.get(Comparison, job.comparison_id)
+        if comparison is not None:
+            return comparison.requests_per_round
+    return job.case.requests
+
+
 def _advance(*, session: Session, job: Job, now: dt.datetime) -> Comparison:
     assert job.comparison_id is not None
     comparison = _locked(session=session, comparison_id=job.comparison_id)
@@ -299,7 +231,7 @@ def _advance(*, session: Session, job: Job, now: dt.datetime) -> Comparison:
         return comparison  # cancelled: its jobs ending change nothing
     if comparison.state is ComparisonState.PENDING:
         comparison.state = ComparisonState.RUNNING
-    table = _rounds_of(session=session, comparison_id=comparison.id)
+    table = rounds_of(session=session, comparison_id=comparison.id)
     for result in comparison.results:
         if (result.case_id, result.hardware_kind_id) == (job.case_id, job.hardware_kind_id):
             rounds = table.get((result.case_id, result.hardware_kind_id), [])
@@ -482,97 +414,3 @@ def _locked(*, session: Session, comparison_id: int) -> Comparison:
     if comparison is None:
         raise NotFound(f"no comparison {comparison_id}")
     return comparison
-
-
-def _rounds_of(*, session: Session, comparison_id: int) -> dict[tuple[int, int], list[RoundView]]:
-    """Per (case id, hardware kind id), the rounds of a comparison in order."""
-    jobs = session.scalars(
-        select(Job)
-        .where(Job.comparison_id == comparison_id)
-        .order_by(Job.id)
-        .execution_options(populate_existing=True)
-    ).all()
-    runs: dict[int, Run] = {}
-    if jobs:
-        for run in session.scalars(
-            select(Run)
-            .where(Run.job_id.in_([job.id for job in jobs]), Run.status == RunStatus.OK)
-            .order_by(Run.id)
-        ):
-            assert run.job_id is not None
-            runs[run.job_id] = run  # the newest successful run of a job counts
-    slots: dict[tuple[int, int], dict[int, dict[Arm, Job]]] = {}
-    for job in jobs:
-        if job.comparison_round is None or job.arm is None:
-            continue
-        key = (job.case_id, job.hardware_kind_id)
-        slots.setdefault(key, {}).setdefault(job.comparison_round, {})[job.arm] = job
-    table: dict[tuple[int, int], list[RoundView]] = {}
-    for key, by_round in slots.items():
-        table[key] = [
-            RoundView(
-                round=number,
-                base=_arm(by_round[number].get(Arm.BASE), runs),
-                head=_arm(by_round[number].get(Arm.HEAD), runs),
-            )
-            for number in sorted(by_round)
-        ]
-    return table
-
-
-def _arm(job: Job | None, runs: dict[int, Run]) -> ArmView:
-    return ArmView(job=job, run=runs.get(job.id) if job is not None else None)
-
-
-def get_comparison(*, session: Session, comparison_id: int) -> Comparison:
-    """One comparison with its results."""
-    comparison = session.scalar(
-        select(Comparison)
-        .where(Comparison.id == comparison_id)
-        .options(
-            selectinload(Comparison.results).selectinload(ComparisonResult.case),
-            selectinload(Comparison.results).selectinload(ComparisonResult.hardware_kind),
-        )
-    )
-    if comparison is None:
-        raise NotFound(f"no comparison {comparison_id}")
-    return comparison
-
-
-def comparison_view(*, session: Session, comparison_id: int) -> ComparisonView:
-    """A comparison with, per case × hardware result, its rounds (values, run ids, job states)."""
-    comparison = get_comparison(session=session, comparison_id=comparison_id)
-    table = _rounds_of(session=session, comparison_id=comparison.id)
-    return ComparisonView(
-        comparison=comparison,
-        results=[
-            ResultView(result=result, rounds=table.get((result.case_id, result.hardware_kind_id), []))
-            for result in comparison.results
-        ],
-    )
-
-
-def list_comparisons(
-    *,
-    session: Session,
-    state: ComparisonState | None = None,
-    pr_number: int | None = None,
-    limit: int = 100,
-) -> list[Comparison]:
-    """Comparisons newest first, optionally in one state or for one pull request."""
-    query = (
-        select(Comparison)
-        .order_by(Comparison.id.desc())
-        .limit(limit)
-        .options(
-            selectinload(Comparison.results).selectinload(ComparisonResult.case),
-            selectinload(Comparison.results).selectinload(ComparisonResult.hardware_kind),
-            selectinload(Comparison.base_candidate),
-            selectinload(Comparison.head_candidate),
-        )
-    )
-    if state is not None:
-        query = query.where(Comparison.state == state)
-    if pr_number is not None:
-        query = query.where(Comparison.pr_number == pr_number)
-    return list(session.scalars(query))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 # For d = x1 - x2 with x ~ N(mu, sigma²): median(|d|) = Φ⁻¹(0.75) · √2 · sigma.
@@ -36,6 +36,7 @@ class NoiseEstimate:
     cv_pct: float
     differences: int
     floored: bool
+    source: str = "history"  # "history", "history+calibration" or "calibration"
 
     @property
     def sigma(self) -> float:
@@ -49,6 +50,7 @@ def run_to_run_noise(
     lookback: int = 100,
     min_differences: int = 5,
     floor_pct: float = 0.05,
+    breaks: Collection[int] = (),
 ) -> NoiseEstimate | None:
     """Estimate the run-to-run noise of a series from its recent history.
 
@@ -64,6 +66,10 @@ def run_to_run_noise(
     floor_pct
         The estimate never goes below this (identical values would otherwise make any change
         infinitely significant); the result says when the floor applied.
+    breaks
+        Positions ``i`` (in ``commits``) where a change is known to start: the difference between
+        commits ``i - 1`` and ``i`` is left out, so known changes do not count as noise. This is
+        how detection refines its estimate once it has found the changes.
 
     Returns
     -------
@@ -71,7 +77,11 @@ def run_to_run_noise(
         Standard deviation of ``ln(value)`` between runs, in percent, or ``None`` when the history
         is too short.
     """
-    recent = [list(values) for values in commits[-lookback:] if values]
+    offset = max(len(commits) - lookback, 0)
+    skipped = {position - offset for position in breaks}
+    recent = [list(values) for values in commits[offset:]]
+    if any(not values for values in recent):
+        raise ValueError("every commit needs at least one value")
     for values in recent:
         if any(value <= 0 or not math.isfinite(value) for value in values):
             raise ValueError("noise needs positive, finite values")
@@ -80,9 +90,45 @@ def run_to_run_noise(
         logs = [math.log(value) for value in values]
         differences.extend(abs(b - a) for a, b in itertools.pairwise(logs))
     levels = [math.log(statistics.median(values)) for values in recent]
-    differences.extend(abs(b - a) for a, b in itertools.pairwise(levels))
+    differences.extend(
+        abs(levels[index] - levels[index - 1]) for index in range(1, len(levels)) if index not in skipped
+    )
     if len(differences) < min_differences:
         return None
     sigma_pct = statistics.median(differences) / _MEDIAN_ABS_DIFF_PER_SIGMA * 100.0
     floored = sigma_pct < floor_pct
     return NoiseEstimate(cv_pct=max(sigma_pct, floor_pct), differences=len(differences), floored=floored)
+
+
+def pooled_noise(
+    history: NoiseEstimate | None, prior_pct: float | None, prior_dof: int
+) -> NoiseEstimate | None:
+    """Pool the series' noise with a calibrated prior, weighted by their degrees of freedom.
+
+    Parameters
+    ----------
+    history
+        The series' own estimate, or ``None`` when its history is too short.
+    prior_pct
+        Per-run noise an A/A calibration measured, percent (``None``: no calibration).
+    prior_dof
+        Degrees of freedom of the prior (rounds - 1).
+
+    Returns
+    -------
+    NoiseEstimate or None
+        The pooled estimate (``source`` says what it rests on), or ``None`` with neither.
+    """
+    if prior_pct is None or prior_dof < 1:
+        return history
+    if history is None:
+        return NoiseEstimate(cv_pct=prior_pct, differences=0, floored=False, source="calibration")
+    variance = (history.differences * history.cv_pct**2 + prior_dof * prior_pct**2) / (
+        history.differences + prior_dof
+    )
+    return NoiseEstimate(
+        cv_pct=max(math.sqrt(variance), history.cv_pct if history.floored else 0.0),
+        differences=history.differences,
+        floored=history.floored,
+        source="history+calibration",
+    )

@@ -1,15 +1,24 @@
 """``perftrack demo``: the whole loop on a laptop CPU, with no GPU and no network.
 
 It creates the toy repository (a small DiT pipeline whose history holds both real incidents),
-starts the tracker on SQLite and a CPU runner, queues the history's commits nightly-style plus a
-PR-style candidate (a base with the open fix branches stacked on it), shows progress, prints each
-series commit by commit, and keeps serving the dashboard.
+starts the tracker on SQLite and a CPU runner, and then does what the service does for sglang:
+
+1. an A/A calibration of each toy case (the first commit against itself, in rounds), so
+   detection knows how noisy this machine is;
+2. nightly runs, night by night, on a schedule that skips commits (as a busy fleet does): each
+   result feeds change detection, suspects are re-run before an alert opens, and alerts whose
+   last good and first bad nights are not adjacent are bisected to the culprit;
+3. a pull-request comparison: the newest main commit that still has both incidents' fixes
+   missing, against the same commit with the open fix branches stacked on it, in interleaved
+   rounds until the verdict is clear;
+
+then prints every series, the alerts with their culprits, the calibration and the comparison's
+verdict with its confidence interval, and keeps serving the dashboard.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
 import shutil
 import threading
 import time
@@ -18,43 +27,33 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import uvicorn
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
-from runners.agent import Agent, AgentConfig, JobEvents
-from runners.candidates import CandidateBuilder
-from runners.client import TrackerClient
 from runners.gitmeta import commit_info
-from runners.jobspec import JobSpec
-from runners.toy import ToyCommit, ToyRepository, create_toy_repository
-from runners.workloads.registry import default_workloads
+from runners.toy import ToyRepository, create_toy_repository
 from tracker import db
 from tracker.catalog import list_current_cases
+from tracker.comparisons import create_calibration, create_comparison
 from tracker.jobs import enqueue_job
-from tracker.models import Candidate, Case, HardwareKind, Job, JobReason, JobState, Run, TokenRole
-from tracker.queries import series
+from tracker.models import Case, Commit, HardwareKind, JobReason, Repository, TokenRole
 from tracker.schemas import CommitIn
 from tracker.settings import Settings
 from tracker.tokens import create_token
 from tracker.vcs import ensure_candidate, upsert_commit
 from web.app import create_app
+from web.demo_report import print_alerts, print_calibrations, print_comparison, print_series
+from web.demo_runner import HARDWARE, RUNNER_NAME, DemoRunner
 
 TOY_SUITE = Path(__file__).resolve().parent.parent / "runners" / "toy" / "toy-suite.toml"
-HARDWARE = "cpu"
-# tqdm's "12/20 [" in the benchmark's output: how far the denoise loop is.
-_STEP = re.compile(r"(\d+)/(\d+) \[")
-RUNNER_NAME = "demo-cpu-runner"
+# Nightly runs skip the scripted regressions' commits (04-fused-layernorm, 10-offload-during-
+# compile) and the neutral 05: the tracker has to bisect to find them.
+SKIPPED_BY_NIGHTLY = ("04-fused-layernorm", "05-scheduler-tensor-sigmas", "10-offload-during-compile")
+CALIBRATION_ROUNDS = 3
+PR_CASE = "toy-dit-t2i-256"
 
 
 @dataclass(frozen=True)
@@ -83,6 +82,8 @@ class DemoPaths:
 def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console: Console) -> int:
     """Run the demo; returns the process exit code."""
     started = time.monotonic()
+    if not console.is_terminal:
+        console.width = max(console.width, 150)  # a log file: room for the tables' columns
     paths = DemoPaths(data_dir / "demo")
     _reset(paths)
     console.print(f"[bold]perftrack demo[/] in {paths.root}")
@@ -104,11 +105,39 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
         sessions = db.make_session_factory(engine)
         with db.session_scope(sessions) as session:
             token = create_token(session=session, name="demo-runner", role=TokenRole.RUNNER).secret
-            queued = _enqueue(session, toy)
-        console.print(f"tracker on [bold]{url}[/] · {queued} jobs queued · runner {RUNNER_NAME} starting")
-        _run_runner(url, token, paths, sessions, console)
+            cases = _toy_cases(session)
+            commits = _store_history(session, toy, cases[0].repository)
+            for case in cases:
+                create_calibration(
+                    session=session,
+                    candidate=ensure_candidate(session=session, base=commits[0], patches=[]),
+                    cases=[case.slug],
+                    hardware=[HARDWARE],
+                    rounds=CALIBRATION_ROUNDS,
+                    requests_per_round=1,
+                    requested_by="demo",
+                    command="A/A calibration",
+                )
+        console.print(f"tracker on [bold]{url}[/] · runner {RUNNER_NAME}")
+        runner = DemoRunner(url, token, paths.runner, sessions, console)
+        try:
+            runner.drain(f"A/A calibration ({CALIBRATION_ROUNDS} rounds per case)")
+            nights = [commit for commit in toy.commits if commit.source not in SKIPPED_BY_NIGHTLY]
+            for number, night in enumerate(nights, start=1):
+                with db.session_scope(sessions) as session:
+                    _enqueue_night(session, night.sha)
+                runner.drain(f"night {number}/{len(nights)}: {night.sha[:7]} {night.title[:40]}")
+            with db.session_scope(sessions) as session:
+                comparison_id = _compare(session, toy)
+            runner.drain("pull-request comparison")
+        finally:
+            runner.close()
         with sessions() as session:
-            _summary(session, toy, console)
+            print_series(session, toy, console)
+            print_calibrations(session, console)
+            print_alerts(session, toy, console)
+        comparison = httpx.get(f"{url}/api/v1/comparisons/{comparison_id}", timeout=30).json()
+        print_comparison(comparison, console)
         console.print(f"demo finished in {time.monotonic() - started:.0f} s")
         engine.dispose()
         if exit_after:
@@ -154,43 +183,67 @@ def _serve(settings: Settings, host: str, port: int) -> Iterator[str]:
         thread.join(timeout=10)
 
 
-def _enqueue(session: Session, toy: ToyRepository) -> int:
-    """Every main commit, nightly-style, and the PR candidate: a base with the fix branches stacked."""
+def _toy_cases(session: Session) -> list[Case]:
     cases = [case for case in list_current_cases(session=session) if case.workload.value == "toy"]
-    kind = session.scalar(select(HardwareKind).where(HardwareKind.name == HARDWARE))
-    repository = cases[0].repository if cases else None
-    if kind is None or repository is None:
-        raise RuntimeError(f"the toy suite {TOY_SUITE} defines no toy case on {HARDWARE!r}")
-    count = 0
+    if not cases or cases[0].repository is None:
+        raise RuntimeError(f"the toy suite {TOY_SUITE} defines no toy case with a repository")
+    return cases
+
+
+def _store_history(session: Session, toy: ToyRepository, repository: Repository | None) -> list[Commit]:
+    """Every main commit with its metadata, as a tracker that follows the branch knows them."""
+    assert repository is not None
+    stored = []
     for commit in toy.commits:
         info = commit_info(toy.path, commit.sha)
-        stored = upsert_commit(
-            session=session,
-            repository=repository,
-            commit=CommitIn(
-                sha=commit.sha,
-                committed_at=dt.datetime.fromisoformat(info.committed_at)
-                if info and info.committed_at
-                else None,
-                title=commit.title,
-                author_name=info.author_name if info else "",
-                author_email=info.author_email if info else "",
-                branch="main",
-                parents=info.parents if info else [],
-            ),
+        stored.append(
+            upsert_commit(
+                session=session,
+                repository=repository,
+                commit=CommitIn(
+                    sha=commit.sha,
+                    committed_at=dt.datetime.fromisoformat(info.committed_at)
+                    if info and info.committed_at
+                    else None,
+                    title=commit.title,
+                    author_name=info.author_name if info else "",
+                    author_email=info.author_email if info else "",
+                    branch="main",
+                    parents=info.parents if info else [],
+                ),
+            )
         )
-        candidate = ensure_candidate(session=session, base=stored, patches=[])
-        for case in cases:
-            count += enqueue_job(
-                session=session, candidate=candidate, case=case, hardware=kind, reason=JobReason.NIGHTLY
-            ).created
-    pr_base = upsert_commit(session=session, repository=repository, commit=CommitIn(sha=pr_base_sha(toy)))
-    stacked = ensure_candidate(session=session, base=pr_base, patches=[pr.ref for pr in toy.pull_requests])
+    return stored
+
+
+def _enqueue_night(session: Session, sha: str) -> None:
+    kind = session.scalar(select(HardwareKind).where(HardwareKind.name == HARDWARE))
+    assert kind is not None
+    cases = _toy_cases(session)
+    commit = session.scalar(select(Commit).where(Commit.sha == sha))
+    assert commit is not None
+    candidate = ensure_candidate(session=session, base=commit, patches=[])
     for case in cases:
-        count += enqueue_job(
-            session=session, candidate=stacked, case=case, hardware=kind, reason=JobReason.PR, priority=-1
-        ).created
-    return count
+        enqueue_job(session=session, candidate=candidate, case=case, hardware=kind, reason=JobReason.NIGHTLY)
+
+
+def _compare(session: Session, toy: ToyRepository) -> int:
+    """The PR comparison: a base with every open fix missing, against it with the fixes stacked."""
+    base = session.scalar(select(Commit).where(Commit.sha == pr_base_sha(toy)))
+    assert base is not None
+    comparison = create_comparison(
+        session=session,
+        base=ensure_candidate(session=session, base=base, patches=[]),
+        head=ensure_candidate(session=session, base=base, patches=[pr.ref for pr in toy.pull_requests]),
+        cases=[PR_CASE],
+        hardware=[HARDWARE],
+        rounds=2,
+        max_rounds=8,
+        requests_per_round=1,
+        requested_by="demo",
+        command="/perf " + " ".join(f"#{pr.number}" for pr in toy.pull_requests),
+    )
+    return comparison.id
 
 
 def pr_base_sha(toy: ToyRepository) -> str:
@@ -198,129 +251,6 @@ def pr_base_sha(toy: ToyRepository) -> str:
     shas = [commit.sha for commit in toy.commits]
     landed = min(shas.index(pr.landed_sha) for pr in toy.pull_requests)
     return shas[landed - 1]
-
-
-def _run_runner(
-    url: str, token: str, paths: DemoPaths, sessions: sessionmaker[Session], console: Console
-) -> None:
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
-
-    def open_jobs() -> tuple[int, int]:
-        with sessions() as session:
-            states = session.scalars(select(Job.state)).all()
-        finished = sum(state in (JobState.DONE, JobState.FAILED, JobState.CANCELLED) for state in states)
-        return finished, len(states)
-
-    overall = progress.add_task("jobs", total=open_jobs()[1])
-    current = progress.add_task("", total=None, visible=False)
-
-    def on_job(job: JobSpec) -> None:
-        label = job.candidate.base_sha[:7] + "".join(f" + #{p.split('/')[2]}" for p in job.candidate.patches)
-        progress.update(
-            current, description=f"{job.case.slug} @ {label}", completed=0, total=None, visible=True
-        )
-
-    def on_output(line: str) -> None:
-        found = _STEP.search(line)
-        if found:
-            progress.update(current, completed=int(found.group(1)), total=int(found.group(2)))
-
-    def on_done(job: JobSpec, payload: dict[str, object]) -> None:
-        finished, total = open_jobs()
-        progress.update(overall, completed=finished + 1, total=total)
-
-    client = TrackerClient(url, token, retries=5, backoff_s=0.5)
-    agent = Agent(
-        AgentConfig(name=RUNNER_NAME, hardware=HARDWARE, gpus=1, workdir=paths.runner, poll_interval_s=0.5),
-        client,
-        CandidateBuilder(paths.runner),
-        default_workloads(cache_dir=paths.runner / "cache"),
-        JobEvents(on_job=on_job, on_output=on_output, on_done=on_done),
-    )
-    try:
-        with progress:
-            agent.run(once=True)
-            finished, total = open_jobs()
-            progress.update(overall, completed=finished, total=total)
-            progress.update(current, visible=False)
-    finally:
-        client.close()
-
-
-def _summary(session: Session, toy: ToyRepository, console: Console) -> None:
-    kinds = {commit.sha: commit for commit in toy.commits}
-    base_sha = pr_base_sha(toy)
-    for case in session.scalars(select(Case).where(Case.is_current.is_(True)).order_by(Case.slug)):
-        data = series(session=session, case_slug=case.slug, hardware=HARDWARE)
-        table = Table(
-            title=f"{case.slug} on {HARDWARE} · median denoise step · threshold {data.threshold_pct} %"
-        )
-        for column in ("commit", "title", "ms/step", "change", "graph breaks", "scripted as"):
-            table.add_column(
-                column, justify="right" if column in ("ms/step", "change", "graph breaks") else "left"
-            )
-        breaks = dict(
-            session.execute(
-                select(Run.id, Run.graph_breaks).where(Run.id.in_([point.run_id for point in data.points]))
-            ).all()
-        )
-        for point in data.points:
-            commit = kinds.get(point.commit_sha)
-            change = "" if point.change_pct is None else f"{point.change_pct:+.1f} %"
-            style = ""
-            if point.change_pct is not None and abs(point.change_pct) >= data.threshold_pct:
-                style = "red" if point.change_pct > 0 else "green"
-            table.add_row(
-                point.commit_sha[:7],
-                point.commit_title,
-                f"{point.value:.2f}" if point.value is not None else f"failed: {point.failure_reason}",
-                change,
-                str(breaks.get(point.run_id) if breaks.get(point.run_id) is not None else "—"),
-                _scripted(commit) + (" · PR base" if point.commit_sha == base_sha else ""),
-                style=style,
-            )
-        console.print(table)
-        _print_pr(session, case, toy, console)
-
-
-def _scripted(commit: ToyCommit | None) -> str:
-    """What the toy history says a commit does, in a few words."""
-    if commit is None:
-        return ""
-    incident = f" (incident {commit.incident})" if commit.incident else ""
-    return f"{commit.kind.value}{incident}"
-
-
-def _print_pr(session: Session, case: Case, toy: ToyRepository, console: Console) -> None:
-    rows = session.execute(
-        select(Run.denoise_step_ms, Run.graph_breaks, Run.status, Run.failure_reason, Candidate.label)
-        .join(Candidate, Candidate.id == Run.candidate_id)
-        .where(Run.case_id == case.id, Candidate.patch_count > 0)
-    ).all()
-    base = session.scalar(
-        select(Run.denoise_step_ms)
-        .join(Candidate, Candidate.id == Run.candidate_id)
-        .where(
-            Run.case_id == case.id,
-            Candidate.patch_count == 0,
-            Candidate.base_commit.has(sha=pr_base_sha(toy)),
-        )
-    )
-    for value, graph_breaks, status, reason, label in rows:
-        if value is None:
-            console.print(f"PR candidate {label}: {status}: {reason}")
-            continue
-        versus = f" vs {base:.2f} for the bare base ({(value - base) / base * 100:+.1f} %)" if base else ""
-        console.print(
-            f"PR candidate [bold]{label}[/]: {value:.2f} ms/step{versus}, graph breaks {graph_breaks}"
-        )
 
 
 __all__ = ["run_demo"]

@@ -13,14 +13,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.factories import job_result
+from tracker.abstats import minimum_detectable_change_pct
 from tracker.calibration import latest_calibration, list_calibrations
 from tracker.catalog import get_current_case, get_hardware_kind
+from tracker.comparison_views import comparison_view, list_comparisons
 from tracker.comparisons import (
     cancel_comparison,
-    comparison_view,
     create_calibration,
     create_comparison,
-    list_comparisons,
     repository_of_cases,
     resolve_candidate,
 )
@@ -299,7 +299,12 @@ def test_threshold_comes_from_the_calibration_when_its_detectable_change_is_larg
     drive(session, planted(10.0, noise_pct=0.3))
     (result,) = comparison.results
     assert result.threshold_source == "calibration"
-    assert result.threshold_pct == pytest.approx(stored.mde_pct[str(result.rounds_done)])
+    # What these rounds can detect with the calibrated noise and the degrees of freedom they have
+    # (their own, plus the calibration's 7 as the prior).
+    dof = result.rounds_done - 1 + 7
+    expected = minimum_detectable_change_pct(stored.round_noise_pct, result.rounds_done, dof)
+    assert result.threshold_pct == pytest.approx(expected)
+    assert result.dof == dof
     assert result.verdict is not Verdict.PENDING
 
 

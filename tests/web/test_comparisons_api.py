@@ -165,6 +165,24 @@ def test_a_b_cycle(client: TestClient, admin_token: str, runner_token: str) -> N
     assert again.status_code == 409
 
 
+def test_a_comparison_job_runs_the_comparisons_requests_per_round(
+    client: TestClient, admin_token: str, runner_token: str
+) -> None:
+    body = {**COMPARE, "requests_per_round": 3}
+    created = client.post("/api/v1/comparisons", json=body, headers=auth(admin_token))
+    assert created.status_code == 201, created.text
+    assert created.json()["requests_per_round"] == 3
+    runner = {"name": "h200-1", "hardware": "H200", "gpu_count": 8}
+    assert client.post("/api/v1/runners", json=runner, headers=auth(runner_token)).status_code == 200
+    claimed = client.post("/api/v1/runners/h200-1/claim", headers=auth(runner_token))
+    assert claimed.status_code == 200
+    spec = claimed.json()
+    rounds = created.json()["results"][0]["rounds"]
+    arms = {item[arm]["job_id"] for item in rounds for arm in ("base", "head")}
+    assert spec["job_id"] in arms
+    assert spec["case"]["requests"] == 3  # the case itself asks for 1
+
+
 def test_cancel(client: TestClient, admin_token: str) -> None:
     comparison = client.post("/api/v1/comparisons", json=COMPARE, headers=auth(admin_token)).json()
     cancelled = client.post(f"/api/v1/comparisons/{comparison['id']}/cancel", headers=auth(admin_token))

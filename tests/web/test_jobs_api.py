@@ -43,6 +43,7 @@ def test_claim_heartbeat_result_cycle(client: TestClient, runner_token: str, adm
     assert (spec["job_id"], spec["attempt"]) == (job_id, 1)
     assert spec["candidate"] == {"base_sha": "abcdef1", "patches": ["refs/pull/43601/head"], "carried": []}
     assert spec["case"]["flags"]["enable-torch-compile"] is True
+    assert spec["case"]["requests"] == 1  # the case's own; only a comparison overrides it
     assert spec["repository"]["url"].startswith("https://github.com/sgl-project/sglang")
     assert client.post("/api/v1/runners/h200-1/claim", headers=auth(runner_token)).status_code == 204
     runners = client.get("/api/v1/runners").json()

@@ -7,12 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, status
 
 from tracker.calibration import list_calibrations
+from tracker.comparison_views import comparison_view, list_comparisons
 from tracker.comparisons import (
     cancel_comparison,
-    comparison_view,
     create_calibration,
     create_comparison,
-    list_comparisons,
     repository_of_cases,
     resolve_candidate,
 )

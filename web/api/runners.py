@@ -7,6 +7,7 @@ import datetime as dt
 from fastapi import APIRouter, Response, status
 
 from tracker.catalog import carried_patches_for, get_hardware_kind
+from tracker.comparisons import job_requests
 from tracker.jobs import claim_job, get_runner, list_runners, register_runner
 from web.deps import RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas import JobSpecOut, RunnerIn, RunnerOut, job_spec_out, runner_out
@@ -58,7 +59,8 @@ def claim(
     carried = carried_patches_for(
         session=session, repository_id=job.candidate.repository_id, hardware_kind_id=job.hardware_kind_id
     )
-    spec = job_spec_out(job, carried, settings.lease_seconds)
+    requests = job_requests(session=session, job=job)
+    spec = job_spec_out(job, carried, settings.lease_seconds, requests=requests)
     session.commit()
     return spec
 

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tracker.comparisons import MAX_ROUNDS, ArmView, ComparisonView, ResultView, RoundView
+from tracker.comparison_views import ArmView, ComparisonView, ResultView, RoundView
+from tracker.comparisons import MAX_ROUNDS
 from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
 from tracker.schemas import PATCH_REF_PATTERN, Sha
 

@@ -171,8 +171,10 @@ def job_out(job: Job) -> JobOut:
     )
 
 
-def job_spec_out(job: Job, carried: list[CarriedPatch], lease_seconds: int) -> JobSpecOut:
-    """The claim answer for a freshly leased job."""
+def job_spec_out(
+    job: Job, carried: list[CarriedPatch], lease_seconds: int, *, requests: int | None = None
+) -> JobSpecOut:
+    """The claim answer for a freshly leased job; ``requests`` overrides the case's (a comparison's)."""
     case = job.case
     repository = job.candidate.base_commit.repository
     assert job.lease_expires_at is not None  # a leased job always has an expiry
@@ -199,7 +201,7 @@ def job_spec_out(job: Job, carried: list[CarriedPatch], lease_seconds: int) -> J
             workload=case.workload.value,
             mode=case.mode.value,
             num_gpus=case.num_gpus,
-            requests=case.requests,
+            requests=case.requests if requests is None else requests,
             timeout_s=case.timeout_s,
             params=dict(case.params),
             flags=dict(case.flags),

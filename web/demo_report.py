@@ -1,0 +1,117 @@
+"""What ``perftrack demo`` prints at the end: each series, the alerts with culprits, the comparison."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from runners.toy import ToyCommit, ToyRepository
+from tracker.alerts import series_threshold
+from tracker.calibration import list_calibrations
+from tracker.catalog import get_hardware_kind
+from tracker.models import Alert, Case, Run
+from tracker.queries import series
+from web.cli.alerts_cmd import alerts_table
+from web.cli.compare_cmd import comparison_table
+
+HARDWARE = "cpu"
+
+
+def print_series(session: Session, toy: ToyRepository, console: Console) -> None:
+    """Every toy series commit by commit, with what the history says each commit does."""
+    scripted = {commit.sha: commit for commit in toy.commits}
+    kind = get_hardware_kind(session=session, name=HARDWARE)
+    for case in session.scalars(select(Case).where(Case.is_current.is_(True)).order_by(Case.slug)):
+        data = series(session=session, case_slug=case.slug, hardware=HARDWARE)
+        threshold = series_threshold(session=session, case=case, hardware=kind)
+        table = Table(title=f"{case.slug} on {HARDWARE} · median denoise step", title_justify="left")
+        for column in ("commit", "title", "ms/step", "change", "graph breaks", "scripted as"):
+            table.add_column(
+                column, justify="right" if column in ("ms/step", "change", "graph breaks") else "left"
+            )
+        breaks = dict(
+            session.execute(
+                select(Run.id, Run.graph_breaks).where(Run.id.in_([point.run_id for point in data.points]))
+            ).all()
+        )
+        for point in data.points:
+            change = "" if point.change_pct is None else f"{point.change_pct:+.1f} %"
+            style = ""
+            if point.change_pct is not None and abs(point.change_pct) >= threshold.applied_pct:
+                style = "red" if point.change_pct > 0 else "green"
+            graph_breaks = breaks.get(point.run_id)
+            table.add_row(
+                point.commit_sha[:7],
+                point.commit_title,
+                f"{point.value:.2f}" if point.value is not None else f"failed: {point.failure_reason}",
+                change,
+                "—" if graph_breaks is None else str(graph_breaks),
+                _scripted(scripted.get(point.commit_sha)),
+                style=style,
+            )
+        console.print(table)
+        console.print(f"threshold {threshold.describe()}", highlight=False)
+
+
+def _scripted(commit: ToyCommit | None) -> str:
+    if commit is None:
+        return ""
+    incident = f" (incident {commit.incident})" if commit.incident else ""
+    return f"{commit.kind.value}{incident}"
+
+
+def print_alerts(session: Session, toy: ToyRepository, console: Console) -> list[Alert]:
+    """The alerts the demo raised, with culprits and bisection steps, checked against the script."""
+    alerts = list(session.scalars(select(Alert).order_by(Alert.case_id, Alert.id)))
+    if not alerts:
+        console.print("[yellow]no alerts were raised[/]")
+        return alerts
+    console.print(alerts_table(alerts, title="alerts raised"))
+    scripted = {commit.sha: commit for commit in toy.commits}
+    for alert in alerts:
+        if not alert.bisection_steps:
+            continue
+        steps = ", ".join(
+            f"{step.commit.short_sha} {step.outcome}" + (f" ({step.value:.2f} ms)" if step.value else "")
+            for step in alert.bisection_steps
+        )
+        culprit = alert.culprit_commit
+        truth = scripted.get(culprit.sha) if culprit else None
+        verdict = (
+            f" — the script planted {truth.kind.value} here"
+            if truth and truth.kind.value != "neutral"
+            else ""
+        )
+        console.print(
+            f"alert {alert.id} bisection ({alert.bisection_state}): {steps}"
+            + (
+                f" → culprit [bold]{culprit.short_sha}[/] {culprit.title!r} by {culprit.author_name}{verdict}"
+                if culprit
+                else ""
+            ),
+            highlight=False,
+        )
+    return alerts
+
+
+def print_calibrations(session: Session, console: Console) -> None:
+    """What the A/A calibrations measured."""
+    for calibration in list_calibrations(session=session, case=None, hardware=None, limit=20):
+        rates = ", ".join(
+            f"{rounds} rounds: {rate * 100:.0f} % false verdicts, detects ≥ {calibration.mde_pct.get(rounds, 0):.1f} %"
+            for rounds, rate in sorted(calibration.false_verdict_rate.items(), key=lambda item: int(item[0]))
+        )
+        console.print(
+            f"A/A calibration {calibration.case.slug} on {calibration.hardware_kind.name}: "
+            f"{calibration.rounds} rounds, per-run noise {calibration.round_noise_pct:.2f} %; {rates}",
+            highlight=False,
+        )
+
+
+def print_comparison(comparison: dict[str, Any], console: Console) -> None:
+    """The PR comparison as the API returns it."""
+    console.print(comparison_table(comparison))
