@@ -29,6 +29,7 @@ from scipy import stats as scipy_stats
 from tracker.models.enums import Verdict
 
 _POWER_80 = statistics.NormalDist().inv_cdf(0.80)
+_MAD_TO_SD = 1.0 / statistics.NormalDist().inv_cdf(0.75)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +208,7 @@ class Calibration:
     false_verdict_rate: dict[int, float]
     mde_pct: dict[int, float]
     subsamples: dict[int, int]
+    outlier_rounds: tuple[int, ...] = ()
 
 
 def calibrate_aa(
@@ -240,7 +242,8 @@ def calibrate_aa(
     if len(rounds) < 2:
         raise ValueError("an A/A calibration needs at least two rounds")
     ratios = [math.log(pair.head / pair.base) for pair in rounds]
-    noise_pct = statistics.stdev(ratios) / math.sqrt(2.0) * 100.0
+    ratio_sd, outliers = _robust_spread(ratios)
+    noise_pct = ratio_sd / math.sqrt(2.0) * 100.0
     rng = random.Random(seed)  # noqa: S311 - reproducible subsampling, not secrets
     false_rates: dict[int, float] = {}
     mde: dict[int, float] = {}
@@ -260,10 +263,28 @@ def calibrate_aa(
     return Calibration(
         rounds=len(rounds),
         round_noise_pct=noise_pct,
+        outlier_rounds=outliers,
         false_verdict_rate=false_rates,
         mde_pct=mde,
         subsamples=drawn,
     )
+
+
+def _robust_spread(ratios: list[float]) -> tuple[float, tuple[int, ...]]:
+    """Standard deviation of the round ratios, robust to a bad round, and which rounds stood out.
+
+    One slow process in a handful of rounds (a cold cache, a neighbour) would otherwise set the
+    calibrated noise, and with it every later threshold. From three rounds on, the spread is the
+    scaled median absolute deviation; rounds more than four of those from the median are named.
+    """
+    if len(ratios) < 3:
+        return statistics.stdev(ratios), ()
+    centre = statistics.median(ratios)
+    mad = statistics.median(abs(ratio - centre) for ratio in ratios) * _MAD_TO_SD
+    if mad <= 0:
+        return statistics.stdev(ratios), ()
+    outliers = tuple(index + 1 for index, ratio in enumerate(ratios) if abs(ratio - centre) > 4 * mad)
+    return mad, outliers
 
 
 def _subsets(total: int, size: int, limit: int, rng: random.Random) -> list[tuple[int, ...]]:

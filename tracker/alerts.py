@@ -9,11 +9,15 @@
 * a suspect (one run at a new level) measured by perftrack's runners is re-run first: the alert
   waits in ``confirmation = "pending"`` while ``confirm`` jobs measure the suspect and the last
   good commit again. A re-run that holds makes it ``confirmed``; one that falls back refutes it
-  (status ``invalid``), and the outlier run is excluded from detection with the runner named;
+  (status ``invalid``), and the outlier run is excluded from detection with the runner named
+  (:mod:`tracker.confirmation`);
 * a change undoing an open alert (opposite direction, back to within half of the step) marks it
   ``fixed`` by that commit;
 * imported results cannot be re-run: their alerts open at once, ``confirmation = "not_possible"``,
   and say when they rest on single runs without a noise estimate.
+
+Loading a series and reading its threshold and alerts live in :mod:`tracker.series_state`; they are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -26,121 +30,49 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.calibration import latest_calibration
-from tracker.changepoints import Change, Detection, DetectorConfig, detect_changes, noise_threshold_pct
-from tracker.jobs import PRIORITY, enqueue_job
+from tracker.changepoints import Change, Detection
+from tracker.confirmation import ACTOR, enqueue_confirmation, settle_after_reruns, settle_vanished
 from tracker.models import (
     Alert,
     AlertEvent,
     AlertStatus,
-    Candidate,
     Case,
     Commit,
     Direction,
     HardwareKind,
-    Job,
-    JobReason,
-    JobState,
     Metric,
-    Run,
-    Runner,
     RunSource,
-    RunStatus,
 )
-from tracker.vcs import ensure_candidate
+from tracker.series_state import (
+    LOOKBACK_COMMITS,
+    SeriesCommit,
+    SeriesRun,
+    ThresholdInfo,
+    detect_series,
+    load_series_runs,
+    series_alerts,
+    series_threshold,
+)
 
-ACTOR = "perftrack"
+__all__ = [
+    "ACTOR",
+    "LOOKBACK_COMMITS",
+    "MATCH_RADIUS",
+    "AlertHook",
+    "SeriesCommit",
+    "SeriesRun",
+    "ThresholdInfo",
+    "detect_series",
+    "evaluate_series",
+    "load_series_runs",
+    "series_alerts",
+    "series_threshold",
+]
+
 MATCH_RADIUS = 3  # commits: a re-placed change within this distance is the same change
-LOOKBACK_COMMITS = 200
-_ENDED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 _LIVE = (AlertStatus.OPEN, AlertStatus.ACKNOWLEDGED)
 # Something to do with an alert that has just become a confirmed change (bisection starts there).
 AlertHook = Callable[[Alert], None]
-
-
-@dataclass(frozen=True)
-class SeriesRun:
-    """One successful run of a series."""
-
-    run_id: int
-    value: float
-    source: RunSource
-    runner_id: int | None
-    job_id: int | None
-
-
-@dataclass(frozen=True)
-class SeriesCommit:
-    """One commit of a series with its runs, in commit order."""
-
-    commit: Commit
-    runs: list[SeriesRun]
-
-
-def load_series_runs(
-    *, session: Session, case: Case, hardware: HardwareKind, lookback: int = LOOKBACK_COMMITS
-) -> list[SeriesCommit]:
-    """The newest ``lookback`` commits of a series with their counted runs, oldest first."""
-    rows = session.execute(
-        select(Run.id, Run.denoise_step_ms, Run.source, Run.runner_id, Run.job_id, Run.commit_id)
-        .join(Commit, Commit.id == Run.commit_id)
-        .join(Candidate, Candidate.id == Run.candidate_id)
-        .outerjoin(Job, Job.id == Run.job_id)
-        .where(
-            Job.comparison_id.is_(None),  # comparison rounds are measured apart from the series
-            Run.case_id == case.id,
-            Run.hardware_kind_id == hardware.id,
-            Run.status == RunStatus.OK,
-            Run.excluded_reason.is_(None),
-            Run.denoise_step_ms.is_not(None),
-            Run.denoise_step_ms > 0,
-            Candidate.patch_count == 0,
-        )
-        .order_by(Commit.committed_at.desc(), Commit.id.desc(), Run.id)
-        .limit(lookback * 8)
-    ).all()
-    grouped: dict[int, list[SeriesRun]] = {}
-    for row in rows:
-        if row.commit_id not in grouped and len(grouped) >= lookback:
-            break
-        grouped.setdefault(row.commit_id, []).append(
-            SeriesRun(
-                run_id=row.id,
-                value=float(row.denoise_step_ms),
-                source=row.source,
-                runner_id=row.runner_id,
-                job_id=row.job_id,
-            )
-        )
-    commits = {commit.id: commit for commit in session.scalars(select(Commit).where(Commit.id.in_(grouped)))}
-    return [
-        SeriesCommit(commit=commits[commit_id], runs=runs) for commit_id, runs in reversed(grouped.items())
-    ]
-
-
-def detect_series(
-    *, session: Session, case: Case, hardware: HardwareKind, commits: list[SeriesCommit] | None = None
-) -> tuple[list[SeriesCommit], Detection | None]:
-    """Run change detection over a stored series (``None`` with fewer than two commits)."""
-    commits = (
-        commits if commits is not None else load_series_runs(session=session, case=case, hardware=hardware)
-    )
-    if len(commits) < 2:
-        return commits, None
-    calibration = latest_calibration(session=session, case=case, hardware=hardware)
-    floor = prior_pct = None
-    prior_dof = 0
-    if calibration is not None:
-        floor = noise_threshold_pct(calibration.round_noise_pct, DetectorConfig())
-        prior_pct, prior_dof = calibration.round_noise_pct, calibration.rounds - 1
-    detection = detect_changes(
-        [[run.value for run in entry.runs] for entry in commits],
-        threshold_pct=case.threshold_for(hardware.name),
-        noise_floor_from_calibration_pct=floor,
-        prior_noise_pct=prior_pct,
-        prior_noise_dof=prior_dof,
-    )
-    return commits, detection
 
 
 @dataclass
@@ -213,7 +145,7 @@ def evaluate_series(
         if created.confirmed:
             confirmed.append(created)
     for alert in alerts:
-        if alert.confirmation == "pending" and alert.id not in matched and _settle_vanished(context, alert):
+        if alert.confirmation == "pending" and alert.id not in matched and settle_vanished(context, alert):
             touched.append(alert)
     session.flush()
     if on_confirmed is not None:
@@ -337,7 +269,7 @@ def _create(context: _Context, change: Change) -> Alert:
         )
     )
     if confirmation == "pending":
-        _enqueue_confirmation(context, alert)
+        enqueue_confirmation(context, alert)
     return alert
 
 
@@ -377,31 +309,6 @@ def _evidence(context: _Context, change: Change) -> dict[str, object]:
     }
 
 
-def _enqueue_confirmation(context: _Context, alert: Alert) -> None:
-    for commit in (alert.first_bad_commit, alert.last_good_commit):
-        if commit is None:
-            continue
-        enqueue_job(
-            session=context.session,
-            candidate=ensure_candidate(session=context.session, base=commit, patches=[]),
-            case=context.case,
-            hardware=context.hardware,
-            reason=JobReason.CONFIRM,
-            priority=PRIORITY[JobReason.CONFIRM],
-            purpose=f"alert{alert.id}",
-            requested_by=ACTOR,
-            alert_id=alert.id,
-        )
-
-
-def _confirm_jobs(context: _Context, alert: Alert) -> list[Job]:
-    return list(
-        context.session.scalars(
-            select(Job).where(Job.alert_id == alert.id, Job.reason == JobReason.CONFIRM).order_by(Job.id)
-        )
-    )
-
-
 def _update(context: _Context, alert: Alert, change: Change) -> bool:
     """Refresh a live alert with the latest estimate; settle a pending confirmation."""
     if alert.status not in _LIVE:
@@ -432,99 +339,7 @@ def _update(context: _Context, alert: Alert, change: Change) -> bool:
             )
         )
         return True
-    jobs = _confirm_jobs(context, alert)
-    if jobs and all(job.state in _ENDED for job in jobs):
-        return _refute_or_give_up(context, alert)
-    return False
-
-
-def _settle_vanished(context: _Context, alert: Alert) -> bool:
-    """A pending alert whose change detection no longer sees: refuted once its re-runs are in."""
-    jobs = _confirm_jobs(context, alert)
-    if jobs and not all(job.state in _ENDED for job in jobs):
-        return False
-    return _refute_or_give_up(context, alert)
-
-
-def _refute_or_give_up(context: _Context, alert: Alert) -> bool:
-    jobs = _confirm_jobs(context, alert)
-    confirm_job_ids = {job.id for job in jobs}
-    suspect_runs = context.session.scalars(
-        select(Run)
-        .join(Candidate, Candidate.id == Run.candidate_id)
-        .where(
-            Run.case_id == context.case.id,
-            Run.hardware_kind_id == context.hardware.id,
-            Run.commit_id == alert.first_bad_commit_id,
-            Run.status == RunStatus.OK,
-            Candidate.patch_count == 0,
-        )
-        .order_by(Run.id)
-    ).all()
-    reruns = [run for run in suspect_runs if run.job_id in confirm_job_ids]
-    if not reruns:
-        failures = "; ".join(f"job {job.id}: {job.failure_reason or job.state.value}" for job in jobs)
-        alert.confirmation = "not_possible"
-        alert.updated_at = context.now
-        alert.events.append(
-            AlertEvent(
-                from_status=alert.status,
-                to_status=alert.status,
-                actor=ACTOR,
-                reason=f"could not re-run the first bad commit ({failures or 'no confirm job'}); "
-                "left open unconfirmed",
-                created_at=context.now,
-            )
-        )
-        return True
-    before = alert.before_value
-    rerun_values = [run.denoise_step_ms for run in reruns if run.denoise_step_ms]
-    rerun_level = sorted(rerun_values)[len(rerun_values) // 2]
-    step = math.log(alert.after_value / before) if alert.after_value != before else 0.0
-    outliers = [
-        run
-        for run in suspect_runs
-        if run.job_id not in confirm_job_ids
-        and run.denoise_step_ms
-        and step != 0
-        and math.log(run.denoise_step_ms / before) / step >= 0.5
-    ]
-    noted = []
-    for run in outliers:
-        runner = run.runner_id
-        run.excluded_reason = (
-            f"outlier: a re-run gave {rerun_level:.2f} ms where this run gave {run.denoise_step_ms:.2f} ms "
-            f"(alert {alert.id})"
-        )
-        noted.append({"run_id": run.id, "runner_id": runner, "value": run.denoise_step_ms})
-    names = _runner_names(context.session, [entry["runner_id"] for entry in noted])
-    alert.evidence = {**alert.evidence, "outlier_runs": noted, "rerun_ms": rerun_level}
-    alert.confirmation = "refuted"
-    alert.confirmed = False
-    previous = alert.status
-    alert.status = AlertStatus.INVALID
-    alert.updated_at = context.now
-    who = ", ".join(
-        f"run {entry['run_id']} on {names.get(entry['runner_id'], 'an import')}" for entry in noted
-    )
-    alert.events.append(
-        AlertEvent(
-            from_status=previous,
-            to_status=AlertStatus.INVALID,
-            actor=ACTOR,
-            reason=f"did not hold up: the re-run of {alert.first_bad_commit.short_sha} gave {rerun_level:.2f} ms "
-            f"against {before:.2f} ms before; outlier {who or 'not identified'} left out of detection",
-            created_at=context.now,
-        )
-    )
-    return True
-
-
-def _runner_names(session: Session, runner_ids: list[object]) -> dict[object, str]:
-    ids = [runner_id for runner_id in runner_ids if isinstance(runner_id, int)]
-    if not ids:
-        return {}
-    return {runner.id: runner.name for runner in session.scalars(select(Runner).where(Runner.id.in_(ids)))}
+    return settle_after_reruns(context, alert)
 
 
 def _mark_fixed(context: _Context, alert: Alert, change: Change) -> None:
@@ -543,62 +358,5 @@ def _mark_fixed(context: _Context, alert: Alert, change: Change) -> None:
             reason=f"undone by {commit.short_sha} {commit.title!r}: {change.change_pct:+.1f} %, "
             f"now {change.after:.2f} ms against {alert.before_value:.2f} ms before the change ({net:+.1f} %)",
             created_at=context.now,
-        )
-    )
-
-
-@dataclass(frozen=True)
-class ThresholdInfo:
-    """Which threshold applies to a series and why: the model's, or what its noise allows."""
-
-    model_pct: float
-    applied_pct: float
-    source: str
-    noise_pct: float | None
-    noise_threshold_pct: float | None
-    calibrated: bool
-    noise_source: str = "history"
-
-    def describe(self) -> str:
-        """One line for pages and the CLI."""
-        if self.noise_pct is None and not self.calibrated:
-            return f"{self.model_pct:g} % (model); no noise estimate yet"
-        noise = (
-            f"run-to-run noise {self.noise_pct:.2f} % ({self.noise_source})"
-            if self.noise_pct is not None
-            else "calibrated"
-        )
-        allows = (
-            f"noise allows ≥ {self.noise_threshold_pct:.2f} %" if self.noise_threshold_pct is not None else ""
-        )
-        applies = "the model's threshold applies" if self.source == "model" else "the noise floor applies"
-        return f"{self.applied_pct:.2f} %: {noise}, {allows}; {applies} (model {self.model_pct:g} %)"
-
-
-def series_threshold(*, session: Session, case: Case, hardware: HardwareKind) -> ThresholdInfo:
-    """The threshold detection uses on a series now."""
-    model = case.threshold_for(hardware.name)
-    _, detection = detect_series(session=session, case=case, hardware=hardware)
-    calibrated = latest_calibration(session=session, case=case, hardware=hardware) is not None
-    if detection is None:
-        return ThresholdInfo(model, model, "model", None, None, calibrated)
-    return ThresholdInfo(
-        model_pct=model,
-        applied_pct=detection.threshold_pct,
-        source=detection.threshold_source,
-        noise_pct=detection.noise.cv_pct if detection.noise else None,
-        noise_threshold_pct=detection.noise_threshold_pct,
-        calibrated=calibrated,
-        noise_source=detection.noise.source.replace("+", " and ") if detection.noise else "history",
-    )
-
-
-def series_alerts(*, session: Session, case: Case, hardware: HardwareKind) -> list[Alert]:
-    """Alerts of one series, newest first."""
-    return list(
-        session.scalars(
-            select(Alert)
-            .where(Alert.case_id == case.id, Alert.hardware_kind_id == hardware.id)
-            .order_by(Alert.created_at.desc(), Alert.id.desc())
         )
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from tracker.abstats import NoisePrior, RoundValues, calibrate_aa, minimum_detectable_change_pct
+from tracker.abstats import NoisePrior, RoundValues, calibrate_aa
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.models import (
     Calibration,
@@ -55,34 +55,29 @@ def judged_against(
     """Threshold and noise prior for ``rounds`` completed rounds of ``case`` on ``hardware``.
 
     The prior is the newest A/A calibration's per-arm noise when there is one (it measured exactly
-    this: the same build twice in rounds on this hardware), else the series' run-to-run noise.
-    The threshold is the model's, raised to the change this comparison can detect with 80 % power
-    given the calibrated noise and the degrees of freedom it actually has (its rounds plus the
-    prior's): below that, a verdict would be luck.
+    this: the same build twice, in rounds, on this hardware), else the series' run-to-run noise.
+    The threshold is the model's (per hardware kind where set). Noise does not raise it: the
+    interval already carries the noise, so a noisy setup gives wide intervals and inconclusive
+    verdicts (and more rounds), never a "no change" within some inflated band.
     """
-    model = case.threshold_for(hardware.name)
+    del rounds  # the interval's width, not the threshold, depends on the number of rounds
     calibration = latest_calibration(session=session, case=case, hardware=hardware)
-    prior: NoisePrior | None = None
-    prior_source: str | None = None
+    prior: NoisePrior | None
     if calibration is not None and calibration.rounds > 1:
         prior = NoisePrior(
             noise_pct=calibration.round_noise_pct, dof=min(calibration.rounds - 1, MAX_PRIOR_DOF)
         )
-        prior_source = "calibration"
+        prior_source: str | None = "calibration"
     else:
         prior = series_noise_prior(
             session=session, case=case, hardware=hardware, exclude_comparison_id=exclude_comparison_id
         )
         prior_source = "series" if prior is not None else None
-    threshold, source = model, "model"
-    if calibration is not None and rounds >= 1:
-        dof = rounds - 1 + (prior.dof if prior is not None else 0)
-        if dof >= 1:
-            mde = minimum_detectable_change_pct(max(calibration.round_noise_pct, 1e-6), rounds, dof)
-            if mde > model:
-                threshold, source = mde, "calibration"
     return JudgedAgainst(
-        threshold_pct=threshold, threshold_source=source, prior=prior, prior_source=prior_source
+        threshold_pct=case.threshold_for(hardware.name),
+        threshold_source="model",
+        prior=prior,
+        prior_source=prior_source,
     )
 
 
@@ -130,10 +125,13 @@ def store_calibration(
     case: Case,
     hardware: HardwareKind,
     rounds: Sequence[RoundValues],
-) -> Calibration | None:
-    """Store what an A/A comparison's rounds say about one case × hardware (``None``: under 2 rounds)."""
+) -> tuple[int, ...]:
+    """Store what an A/A comparison's rounds say about one case × hardware (nothing under 2 rounds).
+
+    Returns the rounds (1-based) that stood apart from the others and so did not set the noise.
+    """
     if len(rounds) < 2:
-        return None
+        return ()
     threshold = case.threshold_for(hardware.name)
     measured = calibrate_aa(
         rounds, threshold_pct=threshold, round_counts=sorted({*CALIBRATION_ROUND_COUNTS, len(rounds)})
@@ -150,7 +148,7 @@ def store_calibration(
     )
     session.add(calibration)
     session.flush()
-    return calibration
+    return measured.outlier_rounds
 
 
 def latest_calibration(*, session: Session, case: Case, hardware: HardwareKind) -> Calibration | None:

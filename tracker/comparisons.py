@@ -257,13 +257,18 @@ def _advance(*, session: Session, job: Job, now: dt.datetime) -> Comparison:
                 for view in table.get((result.case_id, result.hardware_kind_id), [])
                 if view.usable
             ]
-            store_calibration(
+            outliers = store_calibration(
                 session=session,
                 comparison=comparison,
                 case=result.case,
                 hardware=result.hardware_kind,
                 rounds=usable,
             )
+            if outliers:
+                listing = ", ".join(str(number) for number in outliers)
+                result.note = (
+                    f"{result.note}; round {listing} stood apart and did not set the calibrated noise"
+                )
     session.flush()
     return comparison
 

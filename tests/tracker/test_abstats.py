@@ -118,3 +118,13 @@ def test_aa_calibration_is_reproducible_and_quiet() -> None:
 def test_bad_input_is_refused(pairs: list[RoundValues], threshold: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         compare_rounds(pairs, threshold_pct=threshold)
+
+
+def test_one_slow_round_does_not_set_the_calibrated_noise() -> None:
+    # The demo's first A/A round: a cold process ran the head arm 28 % slow.
+    rounds = [RoundValues(4.304, 5.504), RoundValues(4.248, 4.183), RoundValues(4.219, 4.215)]
+    calibration = calibrate_aa(rounds, threshold_pct=2.0, round_counts=(2, 3))
+    assert calibration.outlier_rounds == (1,)
+    assert calibration.round_noise_pct < 2.0
+    plain_sd = float(np.std([math.log(r.head / r.base) for r in rounds], ddof=1)) / math.sqrt(2) * 100
+    assert plain_sd > 10.0  # what a plain standard deviation would have claimed

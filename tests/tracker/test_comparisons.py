@@ -13,7 +13,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.factories import job_result
-from tracker.abstats import minimum_detectable_change_pct
 from tracker.calibration import latest_calibration, list_calibrations
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.comparison_views import comparison_view, list_comparisons
@@ -287,25 +286,21 @@ def test_cancel(session: Session) -> None:
     assert claim_job(session=session, runner=agent, now=T0) is None
 
 
-def test_threshold_comes_from_the_calibration_when_its_detectable_change_is_larger(session: Session) -> None:
+def test_a_calibration_is_the_noise_prior_and_noise_never_raises_the_threshold(session: Session) -> None:
     calibration = create_calibration(
         session=session, candidate=candidate(session, "aaaaaaa"), cases=[CASE], rounds=8
     )
     drive(session, planted(0.0, noise_pct=1.5))
     assert calibration.state is ComparisonState.DONE
     stored = session.scalars(select(Calibration)).one()
-    assert stored.mde_pct["2"] > 2.0
+    assert stored.mde_pct["2"] > 2.0  # two rounds alone could not tell 2 % from noise here
     comparison = compare(session, rounds=2, max_rounds=8)
     drive(session, planted(10.0, noise_pct=0.3))
     (result,) = comparison.results
-    assert result.threshold_source == "calibration"
-    # What these rounds can detect with the calibrated noise and the degrees of freedom they have
-    # (their own, plus the calibration's 7 as the prior).
-    dof = result.rounds_done - 1 + 7
-    expected = minimum_detectable_change_pct(stored.round_noise_pct, result.rounds_done, dof)
-    assert result.threshold_pct == pytest.approx(expected)
-    assert result.dof == dof
-    assert result.verdict is not Verdict.PENDING
+    assert (result.threshold_pct, result.threshold_source) == (2.0, "model")
+    # The calibration's 7 degrees of freedom join the rounds' own.
+    assert result.dof == result.rounds_done - 1 + 7
+    assert result.verdict is Verdict.REGRESSION
 
 
 def test_series_history_is_the_noise_prior(session: Session) -> None:
