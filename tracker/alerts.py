@@ -210,8 +210,8 @@ def _undone_alert(context: _Context, change: Change) -> Alert | None:
     for alert in reversed(context.alerts):
         if alert.status not in _LIVE or alert.confirmation in ("pending", "refuted"):
             continue
-        if alert.direction is direction:
-            continue
+        if alert.direction is direction or alert.direction is not Direction.REGRESSION:
+            continue  # a regression is fixed; an improvement given back is a regression of its own
         where = context.position(alert.first_bad_commit_id)
         if where is not None and where >= change.index:
             continue

@@ -26,7 +26,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -256,4 +256,94 @@ def _with_noise(
         changes.extend(found)
         outliers.extend(strays)
     changes.sort(key=lambda change: change.index)
+    changes = _relevel(series, changes)
+    tail = _tail_suspect(series, changes, set(outliers))
+    if tail is not None:
+        changes.append(tail)
+        outliers = [index for index in outliers if index != tail.index]
     return tuple(changes), tuple(sorted(outliers))
+
+
+def _relevel(series: SeriesLevels, changes: list[Change]) -> list[Change]:
+    """Restate each change against the levels right next to it, bounded by its neighbouring changes.
+
+    A step found across a short-lived level (a regression half fixed by the next commit, then a
+    speed-up) would otherwise be measured from the older level. A change that turns round or
+    shrinks below half the threshold against its neighbours was an artefact of that older level
+    and is dropped; the others keep their z and kind.
+    """
+    levels, window = series.levels, series.config.window
+    kept: list[Change] = []
+    for position, change in enumerate(changes):
+        previous = changes[position - 1].index if position > 0 else 0
+        following = changes[position + 1].index if position + 1 < len(changes) else len(levels)
+        before = levels[max(previous, change.index - window) : change.index]
+        after = levels[change.index : min(following, change.index + window)]
+        if before.size == 0 or after.size == 0:
+            kept.append(change)
+            continue
+        shift = float(np.median(after) - np.median(before))
+        error = series.sigma * math.sqrt(1.0 / after.size + 1.0 / before.size)
+        if (shift > 0) != (change.change_pct > 0) or abs(shift) < series.threshold / 2:
+            continue
+        if change.kind != "step" and (
+            abs(shift / error) < series.config.z_crit or not series.reaches(shift, error)
+        ):
+            continue  # an excursion measured against a level its neighbours do not share
+        if abs(shift - math.log1p(change.change_pct / 100.0)) <= 2 * error:
+            kept.append(change)  # its own estimate stands: the neighbours tell the same story
+            continue
+        kept.append(
+            replace(
+                change,
+                before=float(np.exp(np.median(before))),
+                after=float(np.exp(np.median(after))),
+                change_pct=log_shift_pct(shift),
+            )
+        )
+    return kept
+
+
+def _tail_suspect(series: SeriesLevels, changes: list[Change], outliers: set[int]) -> Change | None:
+    """The newest commit against the level just before it, when nothing else speaks for it.
+
+    Segments need ``min_after`` commits and excursions are judged against a wider level, so right
+    after a short-lived level (two nights of a speed-up, then a regression) the newest run can
+    look ordinary against the older level while it is far from the recent one. Compared with the
+    last few commits (not reaching back across a change), it is a suspect for a re-run to settle.
+    """
+    levels, runs, config = series.levels, series.runs, series.config
+    last = len(levels) - 1
+    if last < 1 or any(change.index >= last for change in changes):
+        return None
+    start = max([0, last - config.min_after, *(change.index for change in changes)])
+    recent = [index for index in range(start, last) if index not in outliers]
+    if not recent:
+        return None
+    level = float(np.median(levels[recent]))
+    shift = float(levels[last]) - level
+    error = series.sigma * math.sqrt(1.0 / len(runs[last]) + HL_VARIANCE_FACTOR / len(recent))
+    z = shift / error
+    if abs(z) < config.z_crit or not series.reaches(shift, error):
+        return None
+    # The commit just before must agree: a newest run at the level of its neighbour is that
+    # neighbour's level going on (a change not yet recognised), not a change of its own.
+    step = float(levels[last] - levels[last - 1])
+    step_error = series.sigma * math.sqrt(1.0 / len(runs[last]) + 1.0 / len(runs[last - 1]))
+    if (step > 0) != (shift > 0) or not series.reaches(step, step_error):
+        return None
+    reference = math.exp(level)
+    established = runs_stand_apart(runs[last], reference, shift, log_shift_pct(series.threshold))
+    return Change(
+        index=last,
+        before=reference,
+        after=math.exp(float(levels[last])),
+        change_pct=log_shift_pct(shift),
+        z=z,
+        p_value=two_sided_p(z),
+        established=established,
+        single_run_basis=False,
+        runs_before=series.run_count(start, last),
+        runs_after=len(runs[last]),
+        kind="excursion" if established else "suspect",
+    )

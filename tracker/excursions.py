@@ -84,6 +84,8 @@ def _excursion(
     ``min_after`` and the rarity test (a quieter commit bridged into the span does not).
     """
     start, stop = span
+    if start == 0:
+        return []  # the series' first commits have no level before them: a change is later, if any
     levels, config = series.levels, series.config
     window = config.window
     around = np.concatenate(
