@@ -123,10 +123,15 @@ def evaluate_series(
     touched: list[Alert] = []
     matched: set[int] = set()
     confirmed: list[Alert] = []
+    primary = _primary_changes(context)
     for change in detection.changes:
+        if change.index < 1:
+            continue  # nothing measured before it: no last good commit
         alert = _matching_alert(context, change)
         if alert is not None:
             matched.add(alert.id)
+            if primary.get(alert.id, change) is not change:
+                continue  # a part of a change the alert already stands for (e.g. inside its range)
             if _update(context, alert, change):
                 touched.append(alert)
                 if alert.confirmed:
@@ -159,18 +164,21 @@ def _direction(change: Change) -> Direction:
 
 
 def _matching_alert(context: _Context, change: Change) -> Alert | None:
-    """The alert this change already is: same commit, or the same change placed a little apart.
+    """The alert this change already is: same commit, inside its range, or placed a little apart.
 
-    Exact matches first (first bad commit or culprit). Otherwise an alert in the same direction
-    whose range holds the commit, or whose first bad commit lies within a few commits, matches
-    only if detection no longer reports a change at the alert's own commits (the change moved)
-    and re-runs did not refute it.
+    Exact matches first (first bad commit or culprit), then an alert in the same direction whose
+    last-good..first-bad range holds the commit (bisection fills that range with runs). Within a
+    few commits, an alert matches only if detection no longer reports a change at the alert's own
+    commits (the change moved), and never one that re-runs refuted.
     """
     first_bad = context.commits[change.index].commit
     direction = _direction(change)
     same_way = [alert for alert in context.alerts if alert.direction is direction]
     for alert in same_way:
         if first_bad.id in (alert.first_bad_commit_id, alert.culprit_commit_id):
+            return alert
+    for alert in same_way:
+        if alert.confirmation != "refuted" and _within_range(alert, first_bad):
             return alert
     reported = {
         context.commits[other.index].commit.id
@@ -183,11 +191,33 @@ def _matching_alert(context: _Context, change: Change) -> Alert | None:
         if alert.first_bad_commit_id in reported or alert.culprit_commit_id in reported:
             continue
         where = context.position(alert.first_bad_commit_id)
-        if (where is not None and abs(where - change.index) <= MATCH_RADIUS) or _within_range(
-            alert, first_bad
-        ):
+        if where is not None and abs(where - change.index) <= MATCH_RADIUS:
             return alert
     return None
+
+
+def _primary_changes(context: _Context) -> dict[int, Change]:
+    """For each existing alert several changes match, the one it stands for.
+
+    The change at its culprit if bisection found one, else the largest: a small step left at the
+    first bad commit by bisection's runs inside the range is part of the same change.
+    """
+    matches: dict[int, list[Change]] = {}
+    for change in context.detection.changes:
+        if change.index < 1:
+            continue
+        alert = _matching_alert(context, change)
+        if alert is not None:
+            matches.setdefault(alert.id, []).append(change)
+    primary: dict[int, Change] = {}
+    by_id = {alert.id: alert for alert in context.alerts}
+    for alert_id, changes in matches.items():
+        culprit = by_id[alert_id].culprit_commit_id
+        at_culprit = [change for change in changes if context.commits[change.index].commit.id == culprit]
+        primary[alert_id] = (
+            at_culprit[0] if at_culprit else max(changes, key=lambda change: abs(change.change_pct))
+        )
+    return primary
 
 
 def _within_range(alert: Alert, commit: Commit) -> bool:

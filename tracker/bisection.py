@@ -33,6 +33,8 @@ from tracker.models import (
 from tracker.vcs import ensure_candidate, upsert_commit
 
 ACTOR = "perftrack"
+# A commit measured within this share of the midpoint between the two levels is measured twice.
+_AMBIGUOUS = 0.2
 
 
 def start_bisection(*, session: Session, alert: Alert, history: GitHistory | None, now: dt.datetime) -> None:
@@ -111,22 +113,9 @@ def advance(*, session: Session, alert: Alert, now: dt.datetime) -> None:
             position=len(alert.bisection_steps), commit=commit, outcome="pending", created_at=now
         )
         alert.bisection_steps.append(step)
-        if values:
-            _classify(alert, step, statistics.median(values), note="measured already")
+        if values and _classify(alert, step, values, note="measured already"):
             continue
-        job = enqueue_job(
-            session=session,
-            candidate=ensure_candidate(session=session, base=commit, patches=[]),
-            case=alert.case,
-            hardware=alert.hardware_kind,
-            reason=JobReason.BISECT,
-            priority=PRIORITY[JobReason.BISECT],
-            purpose=f"alert{alert.id}",
-            requested_by=ACTOR,
-            alert_id=alert.id,
-        ).job
-        step.job_id = job.id
-        session.flush()
+        _measure(session, alert, step, again=bool(values))
         return
 
 
@@ -139,7 +128,11 @@ def record_job(*, session: Session, job: Job, run: Run | None, now: dt.datetime)
     if step is None or step.outcome != "pending":
         return
     if run is not None and run.status is RunStatus.OK and run.denoise_step_ms:
-        _classify(alert, step, run.denoise_step_ms, note=f"run {run.id}")
+        values = _measured(session, alert, step.commit)
+        if not _classify(alert, step, values, note=f"run {run.id}"):
+            _measure(session, alert, step, again=True)
+            session.flush()
+            return
     else:
         reason = (run.failure_reason if run is not None else None) or job.failure_reason or job.state.value
         step.outcome = "skipped"
@@ -164,13 +157,44 @@ def _measured(session: Session, alert: Alert, commit: Commit) -> list[float]:
     return [float(value) for value in values if value]
 
 
-def _classify(alert: Alert, step: BisectionStep, value: float, *, note: str) -> None:
-    """Bad when the value is at least halfway (in log terms) from the level before to the level after."""
-    step.value = value
+def _classify(alert: Alert, step: BisectionStep, values: list[float], *, note: str) -> bool:
+    """Bad when the commit's level is at least halfway (in log terms) from before to after.
+
+    A level in the middle third is ambiguous: with a single run, ``False`` asks for another
+    measurement; from two runs on, the median decides and the note says it was close.
+    """
+    value = statistics.median(values)
     span = math.log(alert.after_value / alert.before_value)
     share = math.log(value / alert.before_value) / span if span else 0.0
+    close = abs(share - 0.5) < _AMBIGUOUS
+    if close and len(values) < 2:
+        step.note = f"{note}: {value:.2f} ms is {share * 100:.0f} % of the way: measuring it again"
+        return False
+    step.value = value
     step.outcome = "bad" if share >= 0.5 else "good"
-    step.note = f"{note}: {value:.2f} ms, {share * 100:.0f} % of the way from {alert.before_value:.2f} to {alert.after_value:.2f} ms"
+    runs = f"median of {len(values)} runs" if len(values) > 1 else "one run"
+    step.note = (
+        f"{note}: {value:.2f} ms ({runs}), {share * 100:.0f} % of the way from "
+        f"{alert.before_value:.2f} to {alert.after_value:.2f} ms" + (" (close call)" if close else "")
+    )
+    return True
+
+
+def _measure(session: Session, alert: Alert, step: BisectionStep, *, again: bool) -> None:
+    """Queue a bisect job for the step's commit (a second one when the first was ambiguous)."""
+    job = enqueue_job(
+        session=session,
+        candidate=ensure_candidate(session=session, base=step.commit, patches=[]),
+        case=alert.case,
+        hardware=alert.hardware_kind,
+        reason=JobReason.BISECT,
+        priority=PRIORITY[JobReason.BISECT],
+        purpose=f"alert{alert.id}" + (f":again{step.commit.id}" if again else ""),
+        requested_by=ACTOR,
+        alert_id=alert.id,
+    ).job
+    step.job_id = job.id
+    session.flush()
 
 
 def _conclude(alert: Alert, suspects: list[Commit], now: dt.datetime) -> None:

@@ -317,9 +317,15 @@ def _tail_suspect(series: SeriesLevels, changes: list[Change], outliers: set[int
     if last < 1 or any(change.index >= last for change in changes):
         return None
     start = max([0, last - config.min_after, *(change.index for change in changes)])
-    recent = [index for index in range(start, last) if index not in outliers]
-    if not recent:
-        return None
+    # The recent level: the commit before the newest, and those before it that share its level
+    # (a level that moved without being recognised yet must not be mixed in).
+    recent = [last - 1]
+    for index in range(last - 2, start - 1, -1):
+        if index in outliers:
+            continue
+        if abs(float(levels[index] - levels[last - 1])) > 2 * math.sqrt(2.0) * series.sigma:
+            break
+        recent.append(index)
     level = float(np.median(levels[recent]))
     shift = float(levels[last]) - level
     error = series.sigma * math.sqrt(1.0 / len(runs[last]) + HL_VARIANCE_FACTOR / len(recent))

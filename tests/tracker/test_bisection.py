@@ -136,3 +136,32 @@ def test_without_reachable_history_the_alert_says_why(
     [alert] = session.scalars(select(Alert)).all()
     assert alert.bisection_state == "unavailable"
     assert "clone" in alert.evidence["bisection_unavailable"]
+
+
+def test_an_ambiguous_commit_is_measured_again(
+    session: Session, repository: tuple[Path, list[CommitIn]], tmp_path: Path
+) -> None:
+    repo, commits = repository
+    bench = Bench(session, history=GitHistory(tmp_path / "mirrors"))
+    assert bench.case.repository is not None
+    bench.case.repository.url = str(repo)
+    index_of = {commit.sha: index for index, commit in enumerate(commits)}
+    rng = random.Random(4)
+    first_look = {48: 275.0}  # halfway between 263.7 and 287.6: a throttled run of a bad commit
+
+    def measure(commit: Commit, job: Job) -> float | None:
+        index = index_of[commit.sha]
+        if job.reason is JobReason.BISECT and index in first_look:
+            return first_look.pop(index)
+        return (287.6 if index >= CULPRIT else 263.7) * (1 + rng.gauss(0, 0.003))
+
+    for index in range(0, 55, 5):
+        bench.nightly(commits[index])
+        bench.drain(measure)
+    [alert] = session.scalars(select(Alert)).all()  # the runs inside its range stay part of it
+    step = next(step for step in alert.bisection_steps if step.commit.sha == commits[48].sha)
+    assert step.outcome == "bad"
+    assert "median of 2 runs" in step.note
+    assert len([job for job in bench.ran if job.reason is JobReason.BISECT]) >= 3
+    assert alert.culprit_commit is not None
+    assert alert.culprit_commit.sha == commits[CULPRIT].sha
