@@ -65,7 +65,7 @@ class Alert(Base):
         comment="pending, confirmed (re-run held), held (later runs held), refuted, not_possible (imports)",
     )
     bisection_state: Mapped[str | None] = mapped_column(
-        String(16), comment="running, found, gave_up, unavailable"
+        String(16), comment="not_needed (adjacent), running, found, gave_up, unavailable"
     )
     evidence: Mapped[json_dict] = mapped_column(
         comment="how the change was found: method, z, noise, windows, threshold source, outlier runs"
