@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.alert_log import ACTOR, record
 from tracker.changepoints import Change, Detection
-from tracker.confirmation import ACTOR, enqueue_confirmation, settle_after_reruns, settle_vanished
+from tracker.confirmation import enqueue_confirmation, settle_after_reruns, settle_vanished
 from tracker.models import (
     Alert,
-    AlertEvent,
     AlertStatus,
     Case,
     Commit,
@@ -289,15 +289,7 @@ def _create(context: _Context, change: Change) -> Alert:
     context.session.add(alert)
     context.session.flush()
     context.alerts.append(alert)
-    alert.events.append(
-        AlertEvent(
-            from_status=None,
-            to_status=AlertStatus.OPEN,
-            actor=ACTOR,
-            reason=_opening_reason(alert, change, confirmation),
-            created_at=context.now,
-        )
-    )
+    record(alert, reason=_opening_reason(alert, change, confirmation), now=context.now, opening=True)
     if confirmation == "pending":
         enqueue_confirmation(context, alert)
     return alert
@@ -357,16 +349,11 @@ def _update(context: _Context, alert: Alert, change: Change) -> bool:
         )
         alert.confirmation = "confirmed" if change.kind == "excursion" else "held"
         alert.confirmed = True
-        alert.updated_at = context.now
-        alert.events.append(
-            AlertEvent(
-                from_status=alert.status,
-                to_status=alert.status,
-                actor=ACTOR,
-                reason=f"confirmed by {held_by}: now {alert.change_pct:+.1f} % "
-                f"({alert.before_value:.2f} → {alert.after_value:.2f} ms)",
-                created_at=context.now,
-            )
+        record(
+            alert,
+            reason=f"confirmed by {held_by}: now {alert.change_pct:+.1f} % "
+            f"({alert.before_value:.2f} → {alert.after_value:.2f} ms)",
+            now=context.now,
         )
         return True
     return settle_after_reruns(context, alert)
@@ -374,19 +361,13 @@ def _update(context: _Context, alert: Alert, change: Change) -> bool:
 
 def _mark_fixed(context: _Context, alert: Alert, change: Change) -> None:
     commit = context.commits[change.index].commit
-    previous = alert.status
-    alert.status = AlertStatus.FIXED
     alert.fixed_by_commit = commit
     alert.fixed_by_commit_id = commit.id
-    alert.updated_at = context.now
     net = (change.after / alert.before_value - 1.0) * 100.0
-    alert.events.append(
-        AlertEvent(
-            from_status=previous,
-            to_status=AlertStatus.FIXED,
-            actor=ACTOR,
-            reason=f"undone by {commit.short_sha} {commit.title!r}: {change.change_pct:+.1f} %, "
-            f"now {change.after:.2f} ms against {alert.before_value:.2f} ms before the change ({net:+.1f} %)",
-            created_at=context.now,
-        )
+    record(
+        alert,
+        reason=f"undone by {commit.short_sha} {commit.title!r}: {change.change_pct:+.1f} %, "
+        f"now {change.after:.2f} ms against {alert.before_value:.2f} ms before the change ({net:+.1f} %)",
+        now=context.now,
+        to_status=AlertStatus.FIXED,
     )

@@ -17,11 +17,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.alert_log import ACTOR, record
 from tracker.history import GitHistory, HistoryUnavailable, stored_first_parent_range
 from tracker.jobs import PRIORITY, enqueue_job
 from tracker.models import (
     Alert,
-    AlertEvent,
     BisectionStep,
     Candidate,
     Commit,
@@ -32,7 +32,6 @@ from tracker.models import (
 )
 from tracker.vcs import ensure_candidate, upsert_commit
 
-ACTOR = "perftrack"
 # A commit measured within this share of the midpoint between the two levels is measured twice.
 _AMBIGUOUS = 0.2
 
@@ -224,12 +223,7 @@ def _describe(commit: Commit) -> str:
 
 
 def _event(alert: Alert, reason: str, now: dt.datetime) -> None:
-    alert.updated_at = now
-    alert.events.append(
-        AlertEvent(
-            from_status=alert.status, to_status=alert.status, actor=ACTOR, reason=reason, created_at=now
-        )
-    )
+    record(alert, reason=reason, now=now)
 
 
 def bisection_view(alert: Alert) -> list[dict[str, Any]]:

@@ -17,10 +17,10 @@ from typing import Protocol
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.alert_log import ACTOR, record
 from tracker.jobs import PRIORITY, enqueue_job
 from tracker.models import (
     Alert,
-    AlertEvent,
     AlertStatus,
     Candidate,
     Case,
@@ -34,7 +34,6 @@ from tracker.models import (
 )
 from tracker.vcs import ensure_candidate
 
-ACTOR = "perftrack"
 _ENDED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 
 
@@ -108,16 +107,11 @@ def _refute_or_give_up(context: SeriesScope, alert: Alert) -> bool:
     if not reruns:
         failures = "; ".join(f"job {job.id}: {job.failure_reason or job.state.value}" for job in jobs)
         alert.confirmation = "not_possible"
-        alert.updated_at = context.now
-        alert.events.append(
-            AlertEvent(
-                from_status=alert.status,
-                to_status=alert.status,
-                actor=ACTOR,
-                reason=f"could not re-run the first bad commit ({failures or 'no confirm job'}); "
-                "left open unconfirmed",
-                created_at=context.now,
-            )
+        record(
+            alert,
+            reason=f"could not re-run the first bad commit ({failures or 'no confirm job'}); "
+            "left open unconfirmed",
+            now=context.now,
         )
         return True
     before = alert.before_value
@@ -144,21 +138,15 @@ def _refute_or_give_up(context: SeriesScope, alert: Alert) -> bool:
     alert.evidence = {**alert.evidence, "outlier_runs": noted, "rerun_ms": rerun_level}
     alert.confirmation = "refuted"
     alert.confirmed = False
-    previous = alert.status
-    alert.status = AlertStatus.INVALID
-    alert.updated_at = context.now
     who = ", ".join(
         f"run {entry['run_id']} on {names.get(entry['runner_id'], 'an import')}" for entry in noted
     )
-    alert.events.append(
-        AlertEvent(
-            from_status=previous,
-            to_status=AlertStatus.INVALID,
-            actor=ACTOR,
-            reason=f"did not hold up: the re-run of {alert.first_bad_commit.short_sha} gave {rerun_level:.2f} ms "
-            f"against {before:.2f} ms before; outlier {who or 'not identified'} left out of detection",
-            created_at=context.now,
-        )
+    record(
+        alert,
+        reason=f"did not hold up: the re-run of {alert.first_bad_commit.short_sha} gave {rerun_level:.2f} ms "
+        f"against {before:.2f} ms before; outlier {who or 'not identified'} left out of detection",
+        now=context.now,
+        to_status=AlertStatus.INVALID,
     )
     return True
 

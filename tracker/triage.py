@@ -9,11 +9,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from tracker import bisection
+from tracker.alert_log import record
 from tracker.alerts import evaluate_series
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.history import GitHistory
-from tracker.models import Alert, AlertEvent, AlertStatus, Case, Direction, HardwareKind, Run
+from tracker.models import Alert, AlertStatus, Case, Direction, HardwareKind, Run
 from tracker.models.enums import enum_values
 
 # Who may move an alert where. Reopening is allowed from every closed state, with a reason.
@@ -121,11 +122,7 @@ def triage_alert(
     reason = reason.strip()
     if target is not AlertStatus.ACKNOWLEDGED and not reason:
         raise InvalidInput("reason", f"say why the alert is {target.value}")
-    alert.events.append(
-        AlertEvent(from_status=alert.status, to_status=target, actor=actor, reason=reason, created_at=now)
-    )
-    alert.status = target
-    alert.updated_at = now
+    record(alert, reason=reason, now=now, to_status=target, actor=actor)
     session.flush()
     return alert
 
