@@ -4,14 +4,29 @@ for more than one run."""
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from tracker.catalog import get_hardware_kind
 from tracker.errors import InvalidInput, NotFound
-from tracker.models import Candidate, Case, Commit, HardwareKind, Job, Metric, Run, RunStatus
+from tracker.models import (
+    Alert,
+    AlertStatus,
+    Candidate,
+    Case,
+    Commit,
+    Direction,
+    HardwareKind,
+    Job,
+    JobReason,
+    Metric,
+    Run,
+    RunStatus,
+)
 from tracker.models.enums import enum_values
 from tracker.stats import change_pct
 
@@ -41,9 +56,26 @@ def parse_metric(value: str) -> Metric:
         ) from None
 
 
+BASELINE_RUNS = 5  # the overview's baseline: median of this many runs before the latest
+SPARKLINE_RUNS = 20  # runs drawn in an overview sparkline
+RECENT_REGRESSION = dt.timedelta(days=30)  # a regression counts as recent within this of the newest run
+
+
+@dataclass(frozen=True)
+class RecentRegression:
+    """The newest regression alert of a series that is neither invalid nor expected."""
+
+    alert_id: int
+    status: str
+    change_pct: float
+    first_bad_sha: str
+    first_bad_title: str
+    first_bad_at: dt.datetime
+
+
 @dataclass(frozen=True)
 class OverviewRow:
-    """One case on one hardware kind: its latest value of record and how many runs it has."""
+    """One case on one hardware kind: its latest value of record, baseline, recent runs and alerts."""
 
     case_slug: str
     case_title: str
@@ -60,17 +92,52 @@ class OverviewRow:
     latest_commit_sha: str | None
     latest_committed_at: dt.datetime | None
     previous_value_ms: float | None
+    baseline_ms: float | None = None
+    baseline_runs: int = 0
+    recent_ms: tuple[float, ...] = ()
+    open_regressions: int = 0
+    open_improvements: int = 0
+    last_nightly_status: str | None = None
+    last_nightly_at: dt.datetime | None = None
+    last_nightly_run_id: int | None = None
+    recent_regression: RecentRegression | None = None
+
+    @property
+    def rank(self) -> int:
+        """0: an open regression; 1: a regression within 30 days of the newest run; 2: the rest."""
+        if self.open_regressions:
+            return 0
+        return 1 if self.recent_regression is not None else 2
 
     @property
     def change_pct(self) -> float | None:
-        """Latest value vs the one before it, in percent."""
-        if self.latest_value_ms is None or self.previous_value_ms is None:
+        """Latest value vs the baseline (median of up to five runs before it), in percent."""
+        if self.latest_value_ms is None or self.baseline_ms is None:
             return None
-        return change_pct(self.previous_value_ms, self.latest_value_ms)
+        return change_pct(self.baseline_ms, self.latest_value_ms)
+
+    @property
+    def open_alerts(self) -> int:
+        """Open alerts of the series, either direction."""
+        return self.open_regressions + self.open_improvements
+
+
+def _plain_branch_runs() -> tuple[ColumnElement[bool], ...]:
+    """Runs that are series points: plain commits, outside comparisons, not excluded."""
+    return (
+        Case.is_current.is_(True),
+        Candidate.patch_count == 0,
+        Job.comparison_id.is_(None),
+        Run.excluded_reason.is_(None),
+    )
 
 
 def overview(*, session: Session) -> list[OverviewRow]:
-    """Every current case × hardware kind it runs on or has runs for, in three queries."""
+    """Every current case × hardware kind it runs on or has runs for, in seven queries.
+
+    Rows with an open regression come first, then those with a recent one (fixed or acknowledged),
+    then by model family, case and hardware.
+    """
     counts = session.execute(
         select(
             Run.case_id,
@@ -102,19 +169,72 @@ def overview(*, session: Session) -> list[OverviewRow]:
         .join(Case, Case.id == Run.case_id)
         .join(Candidate, Candidate.id == Run.candidate_id)
         .outerjoin(Job, Job.id == Run.job_id)
-        .where(
-            Case.is_current.is_(True),
-            Run.status == RunStatus.OK,
-            Candidate.patch_count == 0,
-            Job.comparison_id.is_(None),
-        )
+        .where(*_plain_branch_runs(), Run.status == RunStatus.OK, Run.denoise_step_ms.is_not(None))
         .subquery()
     )
-    latest_rows = session.execute(select(ranked).where(ranked.c.rank <= 2)).all()
-    latest: dict[tuple[int, int], list[tuple[int, float | None, str | None, str, dt.datetime]]] = {}
-    for row in sorted(latest_rows, key=lambda r: r.rank):
-        latest.setdefault((row.case_id, row.hardware_kind_id), []).append(
-            (row.id, row.denoise_step_ms, row.denoise_step_basis, row.sha, row.committed_at)
+    latest_rows = session.execute(
+        select(ranked).where(ranked.c.rank <= max(SPARKLINE_RUNS, BASELINE_RUNS + 1)).order_by(ranked.c.rank)
+    ).all()
+    latest: dict[tuple[int, int], list[Any]] = {}
+    for row in latest_rows:
+        latest.setdefault((row.case_id, row.hardware_kind_id), []).append(row)
+    nightly_ranked = (
+        select(
+            Run.id,
+            Run.case_id,
+            Run.hardware_kind_id,
+            Run.status,
+            func.coalesce(Run.measured_at, Run.created_at).label("at"),
+            func.row_number()
+            .over(
+                partition_by=(Run.case_id, Run.hardware_kind_id),
+                order_by=(func.coalesce(Run.measured_at, Run.created_at).desc(), Run.id.desc()),
+            )
+            .label("rank"),
+        )
+        .join(Job, Job.id == Run.job_id)
+        .join(Case, Case.id == Run.case_id)
+        .where(Case.is_current.is_(True), Job.reason == JobReason.NIGHTLY)
+        .subquery()
+    )
+    nightly = {
+        (row.case_id, row.hardware_kind_id): row
+        for row in session.execute(select(nightly_ranked).where(nightly_ranked.c.rank == 1))
+    }
+    open_alerts = session.execute(
+        select(Alert.case_id, Alert.hardware_kind_id, Alert.direction, func.count().label("alerts"))
+        .where(Alert.status == AlertStatus.OPEN)
+        .group_by(Alert.case_id, Alert.hardware_kind_id, Alert.direction)
+    ).all()
+    alert_map: dict[tuple[int, int, Direction], int] = {
+        (row.case_id, row.hardware_kind_id, row.direction): row.alerts for row in open_alerts
+    }
+    regressions: dict[tuple[int, int], RecentRegression] = {}
+    for alert_row in session.execute(
+        select(
+            Alert.id,
+            Alert.case_id,
+            Alert.hardware_kind_id,
+            Alert.status,
+            Alert.change_pct,
+            Commit.sha,
+            Commit.title,
+            Commit.committed_at,
+        )
+        .join(Commit, Commit.id == Alert.first_bad_commit_id)
+        .where(
+            Alert.direction == Direction.REGRESSION,
+            Alert.status.not_in((AlertStatus.INVALID, AlertStatus.EXPECTED)),
+        )
+        .order_by(Commit.committed_at, Alert.id)
+    ):
+        regressions[(alert_row.case_id, alert_row.hardware_kind_id)] = RecentRegression(
+            alert_id=alert_row.id,
+            status=str(alert_row.status),
+            change_pct=alert_row.change_pct,
+            first_bad_sha=alert_row.sha,
+            first_bad_title=alert_row.title,
+            first_bad_at=alert_row.committed_at,
         )
     cases = session.scalars(
         select(Case).where(Case.is_current.is_(True)).options(selectinload(Case.hardware))
@@ -129,9 +249,17 @@ def overview(*, session: Session) -> list[OverviewRow]:
         ]
         for kind_id in kind_ids:
             kind = kinds[kind_id]
-            runs, failed = count_map.get((case.id, kind_id), (0, 0))
-            points = latest.get((case.id, kind_id), [])
+            key = (case.id, kind_id)
+            runs, failed = count_map.get(key, (0, 0))
+            points = latest.get(key, [])
             head = points[0] if points else None
+            before = [float(point.denoise_step_ms) for point in points[1 : BASELINE_RUNS + 1]]
+            last_night = nightly.get(key)
+            regression = regressions.get(key)
+            if regression is not None and (
+                head is None or regression.first_bad_at < head.committed_at - RECENT_REGRESSION
+            ):
+                regression = None
             rows.append(
                 OverviewRow(
                     case_slug=case.slug,
@@ -143,16 +271,34 @@ def overview(*, session: Session) -> list[OverviewRow]:
                     threshold_pct=case.threshold_for(kind.name),
                     run_count=runs,
                     failed_count=failed,
-                    latest_run_id=head[0] if head else None,
-                    latest_value_ms=head[1] if head else None,
-                    latest_basis=head[2] if head else None,
-                    latest_commit_sha=head[3] if head else None,
-                    latest_committed_at=head[4] if head else None,
-                    previous_value_ms=points[1][1] if len(points) > 1 else None,
+                    latest_run_id=head.id if head else None,
+                    latest_value_ms=float(head.denoise_step_ms) if head else None,
+                    latest_basis=head.denoise_step_basis if head else None,
+                    latest_commit_sha=head.sha if head else None,
+                    latest_committed_at=head.committed_at if head else None,
+                    previous_value_ms=before[0] if before else None,
+                    baseline_ms=statistics.median(before) if before else None,
+                    baseline_runs=len(before),
+                    recent_ms=tuple(
+                        float(point.denoise_step_ms) for point in reversed(points[:SPARKLINE_RUNS])
+                    ),
+                    open_regressions=alert_map.get((case.id, kind_id, Direction.REGRESSION), 0),
+                    open_improvements=alert_map.get((case.id, kind_id, Direction.IMPROVEMENT), 0),
+                    last_nightly_status=str(last_night.status) if last_night else None,
+                    last_nightly_at=_as_utc(last_night.at) if last_night else None,
+                    last_nightly_run_id=last_night.id if last_night else None,
+                    recent_regression=regression,
                 )
             )
-    rows.sort(key=lambda row: (row.family, row.case_slug, row.hardware))
+    rows.sort(key=lambda row: (row.rank, row.family, row.case_slug, row.hardware))
     return rows
+
+
+def _as_utc(value: dt.datetime | None) -> dt.datetime | None:
+    """SQLite hands back naive datetimes from expressions; every stored time is UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -171,6 +317,9 @@ class SeriesPoint:
     candidate_id: int
     failure_reason: str | None
     change_pct: float | None
+    kind: str = "import"
+    iqr: float | None = None
+    excluded_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +375,10 @@ def series(
             Run.denoise_step_basis,
             Run.candidate_id,
             Run.failure_reason,
+            Run.excluded_reason,
+            Run.source,
+            Run.denoise_step_iqr_ms,
+            Job.reason,
             Commit.sha,
             Commit.title,
             Commit.author_name,
@@ -244,7 +397,7 @@ def series(
     previous: float | None = None
     if len(rows) > limit:
         seed = rows.pop(0)
-        previous = _value_of(seed.value, seed.status)
+        previous = _value_of(seed.value, seed.status) if seed.excluded_reason is None else None
     for row in rows:
         value = _value_of(row.value, row.status)
         points.append(
@@ -263,9 +416,12 @@ def series(
                 change_pct=change_pct(previous, value)
                 if previous is not None and value is not None
                 else None,
+                kind=str(row.reason) if row.reason is not None else str(row.source),
+                iqr=row.denoise_step_iqr_ms if metric is Metric.DENOISE_STEP_MS else None,
+                excluded_reason=row.excluded_reason,
             )
         )
-        if value is not None:
+        if value is not None and row.excluded_reason is None:
             previous = value
     return Series(
         case=case,
@@ -310,6 +466,7 @@ def case_hardware_names(*, session: Session, case: Case) -> list[str]:
 __all__ = [
     "METRIC_COLUMNS",
     "OverviewRow",
+    "RecentRegression",
     "Series",
     "SeriesPoint",
     "case_hardware_names",

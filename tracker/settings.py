@@ -6,6 +6,7 @@ Every value can be set by an environment variable with the ``PERFTRACK_`` prefix
 
 from __future__ import annotations
 
+import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -45,6 +46,10 @@ class Settings(BaseSettings):
 
     # Bootstrap: when set, an admin token with this value exists (hashed) after start-up.
     admin_token: SecretStr | None = None
+    # Signs the dashboard's sign-in cookie. Unset outside production: a random key per process
+    # (sign-ins do not survive a restart); production refuses to start without a real one.
+    session_secret: SecretStr | None = None
+    session_max_age_s: int = Field(default=12 * 3600, ge=60, description="how long a dashboard sign-in lasts")
 
     # Client side (import-log --server, the runner): where the tracker is and the token to use.
     server_url: str | None = None
@@ -79,6 +84,20 @@ class Settings(BaseSettings):
                 raise ValueError(
                     "PERFTRACK_ADMIN_TOKEN looks like a placeholder; use at least 24 random characters"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _session_secret(self) -> Settings:
+        if self.session_secret is None:
+            if self.environment == "production":
+                raise ValueError("PERFTRACK_SESSION_SECRET is required in production (32+ random characters)")
+            self.session_secret = SecretStr(secrets.token_urlsafe(32))
+            return self
+        value = self.session_secret.get_secret_value()
+        if self.environment == "production" and (value.lower() in _PLACEHOLDER_SECRETS or len(value) < 32):
+            raise ValueError(
+                "PERFTRACK_SESSION_SECRET looks like a placeholder; use at least 32 random characters"
+            )
         return self
 
     @property

@@ -21,11 +21,13 @@ from tracker.settings import Settings, get_settings
 from tracker.suites import load_suites
 from tracker.tokens import ensure_bootstrap_admin
 from web.api.main import api_router
+from web.auth import WebSessionMiddleware
 from web.errors import install_error_handlers
 from web.limits import BodySizeLimit
 from web.pages.main import pages_router
 from web.schemas import Health
 from web.state import AppState
+from web.vendor import router as vendor_router
 
 logger = logging.getLogger("perftrack.web")
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -98,8 +100,15 @@ def create_app(
     app.state.perftrack = state
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    assert settings.session_secret is not None  # Settings fills it in (random) outside production
+    app.add_middleware(
+        WebSessionMiddleware,
+        secret=settings.session_secret.get_secret_value(),
+        max_age_s=settings.session_max_age_s,
+    )
     app.include_router(api_router)
     app.include_router(pages_router)
+    app.include_router(vendor_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get(

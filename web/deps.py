@@ -9,10 +9,12 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
+from tracker.errors import Forbidden
 from tracker.history import GitHistory
 from tracker.models import ApiToken, TokenRole
 from tracker.settings import Settings
 from tracker.tokens import authenticate
+from web.auth import CSRF_FIELD, Account, WebSession, web_session_of
 from web.state import AppState
 
 _bearer = HTTPBearer(auto_error=False, description="A perftrack token (perftrack token create)")
@@ -81,3 +83,36 @@ def require_admin(session: WriteSessionDep, credentials: BearerDep) -> ApiToken:
 
 RunnerTokenDep = Annotated[ApiToken, Depends(require_runner)]
 AdminTokenDep = Annotated[ApiToken, Depends(require_admin)]
+
+
+# Dashboard (HTML) sign-in: a signed session cookie, see web/auth.py.
+
+
+def get_web_session(request: Request) -> WebSession:
+    """The signed session cookie's content for this request."""
+    return web_session_of(request)
+
+
+WebSessionDep = Annotated[WebSession, Depends(get_web_session)]
+
+
+async def require_csrf(request: Request, web: WebSessionDep) -> None:
+    """Refuse (403) a form POST whose CSRF field does not match the session's secret."""
+    form = await request.form()
+    submitted = form.get(CSRF_FIELD)
+    if not web.csrf_matches(submitted if isinstance(submitted, str) else None):
+        raise Forbidden("the form has expired or did not come from this site; reload the page and try again")
+
+
+CsrfDep = Annotated[None, Depends(require_csrf)]
+
+
+def require_dashboard_admin(_csrf: CsrfDep, web: WebSessionDep) -> Account:
+    """A signed-in admin posting a genuine form (the CSRF check runs first)."""
+    account = web.account
+    if account is None:
+        raise Forbidden("sign in with an admin token to do this")
+    return account
+
+
+DashboardAdminDep = Annotated[Account, Depends(require_dashboard_admin)]

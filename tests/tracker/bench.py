@@ -33,11 +33,13 @@ class Bench:
         hardware: str = "H200",
         history: GitHistory | None = None,
         runner: str = "h200-sim",
+        steps: Callable[[float], list[float]] | None = None,
     ) -> None:
         self.session = session
         self.case = get_current_case(session=session, slug=case)
         self.kind = get_hardware_kind(session=session, name=hardware)
         self.history = history
+        self.steps = steps or (lambda value: [value] * 5)
         self.now = T0
         self.runner = register_runner(
             session=session,
@@ -81,7 +83,7 @@ class Bench:
             if value is None:
                 result = job_result(job.attempts, status="failed", failure_reason="build failed: conflict")
             else:
-                result = job_result(job.attempts, step_times_ms=[value] * 5)
+                result = job_result(job.attempts, step_times_ms=self.steps(value))
             ingest_job_result(
                 session=self.session,
                 runner=self.runner,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -9,9 +10,12 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from tests.factories import result_body
+from tracker.catalog import get_hardware_kind
 from tracker.ingest import IngestLimits, ingest_result
-from tracker.queries import overview, series
+from tracker.queries import BASELINE_RUNS, overview, series
 from tracker.schemas import ResultIn
+from tracker.series_chart import patched_runs, series_chart
+from tracker.sparklines import sparkline
 
 LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)
 
@@ -87,3 +91,53 @@ def test_stacked_candidates_stay_out_of_the_branch_series(session: Session) -> N
     assert all(point.value != 100.0 for point in data.points)
     qwen = next(row for row in overview(session=session) if row.case_slug == "qwen-image-t2i-1024")
     assert qwen.latest_value_ms != 100.0
+
+
+def test_overview_baseline_is_the_median_of_the_runs_before_the_latest(session: Session) -> None:
+    _fill(session, 8)  # medians 261.0 (index % 7 = 0) up to 262.0: step values 260+i%7, 261, 262
+    qwen = next(row for row in overview(session=session) if row.case_slug == "qwen-image-t2i-1024")
+    medians = [statistics.median([260.0 + index % 7, 261.0, 262.0]) for index in range(8)]
+    assert qwen.latest_value_ms == medians[-1]
+    assert qwen.baseline_runs == BASELINE_RUNS
+    assert qwen.baseline_ms == statistics.median(medians[-1 - BASELINE_RUNS : -1])
+    assert qwen.recent_ms == tuple(medians)  # oldest first, for the sparkline
+    assert qwen.open_alerts == 0
+    assert qwen.rank == 2
+    assert qwen.last_nightly_status is None  # imports are not nightly runs
+
+
+def test_sparkline_scales_into_its_box_and_keeps_flat_series_flat() -> None:
+    line = sparkline([100.0, 110.0, 105.0], width=100, height=20, pad=0)
+    assert line is not None
+    assert line.points == "0.0,20.0 50.0,0.0 100.0,10.0"
+    assert (line.last_x, line.last_y) == (100.0, 10.0)
+    flat = sparkline([100.0, 100.01, 100.0], width=100, height=20, pad=0)
+    assert flat is not None
+    assert all(9.0 <= float(point.split(",")[1]) <= 11.0 for point in flat.points.split())
+    assert sparkline([1.0]) is None
+
+
+def test_series_chart_and_patched_runs(session: Session) -> None:
+    _fill(session, 6)
+    body = result_body(
+        commit={"sha": f"{6:07x}", "committed_at": "2026-01-01T00:00:05Z"},
+        patches=["refs/pull/101/head"],
+        step_times_ms=[100.0, 100.0],
+        denoise_step_mean_ms=None,
+    )
+    body = {key: value for key, value in body.items() if value is not None}
+    ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+    with recorded_sql(session) as statements:
+        chart = series_chart(session=session, case_slug="qwen-image-t2i-1024", hardware="H200")
+    assert not any("run_artifacts" in statement for statement in statements)
+    assert [point.kind for point in chart.series.points] == ["import"] * 6
+    assert chart.band is not None
+    values = [point.value for point in chart.series.points if point.value is not None]
+    assert chart.band.level == statistics.median(values)
+    assert chart.band.low < chart.band.level < chart.band.high
+    patched = patched_runs(
+        session=session,
+        case=chart.series.case,
+        hardware_kind_id=get_hardware_kind(session=session, name="H200").id,
+    )
+    assert [(run.value, run.patch_count, run.reason) for run in patched] == [(100.0, 1, "import")]

@@ -53,10 +53,38 @@ def test_series_page_shows_the_regression_and_the_fix(client: TestClient, runner
     assert 'class="num change regression"' in html
     assert 'class="num change improvement"' in html
     overview = client.get("/").text
-    latest = _cells(overview, 'data-case="qwen-image-t2i-1024" data-hardware="H200"')
-    assert "258.2 ms" in latest[3]
-    assert latest[4] == "-10.2 %"
-    assert latest[5] == "3"
+    latest = _grid_cell(overview, 'data-case="qwen-image-t2i-1024" data-hardware="H200"')
+    assert "258.2 ms" in latest
+    assert "-6.3 %" in latest  # vs the median of the two runs before it (263.7, 287.6)
+    assert "3 runs, no nightly" in latest
+    assert latest.count("<polyline") == 1
+
+
+def _grid_cell(html: str, attrs: str) -> str:
+    cell = re.search(rf"<td[^>]*{attrs}[^>]*>(.*?)</td>", html, re.S)
+    assert cell, f"no cell with {attrs}"
+    return " ".join(cell.group(1).split())
+
+
+def test_overview_filters_live_in_the_query_string(client: TestClient, runner_token: str) -> None:
+    _import(client, runner_token)
+    html = client.get("/?hardware=H200&model=qwen-image").text
+    assert 'data-case="qwen-image-t2i-1024" data-hardware="H200"' in html
+    assert 'data-hardware="GB300"' not in html
+    assert '<option value="qwen-image" selected>' in html
+    assert "Clear filters" in html
+    empty = client.get("/?suite=no-such-suite").text
+    assert "No series match these filters" in empty
+
+
+def test_series_page_has_chart_range_and_patched_candidates(client: TestClient, runner_token: str) -> None:
+    _import(client, runner_token)
+    html = client.get("/series/qwen-image-t2i-1024/H200?metric=e2e_ms&limit=30").text
+    assert 'data-src="/api/v1/series/qwen-image-t2i-1024/H200/chart?metric=e2e_ms&amp;limit=30"' in html
+    assert '<a href="?metric=e2e_ms&amp;limit=30" class="on" aria-current="true">30</a>' in html
+    assert '<input type="hidden" name="limit" value="30">' in html
+    assert "/vendor/plotly.min.js" in html
+    assert "Candidates with patches" not in html  # none measured yet
 
 
 def test_series_metric_switch_and_bad_metric(client: TestClient, runner_token: str) -> None:

@@ -7,8 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from tracker.queries import parse_metric, series
+from tracker.series_chart import series_chart
 from web.deps import SessionDep, SettingsDep
 from web.schemas import SeriesOut
+from web.schemas.core import SeriesChartOut
 
 router = APIRouter(prefix="/series", tags=["series"])
 
@@ -26,4 +28,27 @@ def get_series(
     cap = min(limit or settings.series_default_limit, settings.max_page_size)
     return SeriesOut.of(
         series(session=session, case_slug=case, hardware=hardware, metric=parse_metric(metric), limit=cap)
+    )
+
+
+@router.get(
+    "/{case}/{hardware}/chart",
+    response_model=SeriesChartOut,
+    responses={404: {"description": "No such case"}, 422: {"description": "Unknown metric"}},
+)
+def get_series_chart(
+    case: str,
+    hardware: str,
+    session: SessionDep,
+    settings: SettingsDep,
+    metric: str = "denoise_step_ms",
+    limit: Annotated[int | None, Query(ge=1, description="newest runs to draw")] = None,
+) -> SeriesChartOut:
+    """What the series chart draws: points by kind (nightly, confirm, bisect, import, ...) with commit,
+    value and per-run IQR, the threshold band around the current level, and alerts at their commits."""
+    cap = min(limit or settings.series_default_limit, settings.max_page_size)
+    return SeriesChartOut.of(
+        series_chart(
+            session=session, case_slug=case, hardware=hardware, metric=parse_metric(metric), limit=cap
+        )
     )

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from web.pages import overview, runs, series
+from web.pages import account, alerts, comparisons, overview, runs, series
+from web.pages.commits import router as commits_router
+from web.pages.fleet import router as fleet_router
 
 pages_router = APIRouter(include_in_schema=False)
 pages_router.include_router(overview.router)
 pages_router.include_router(series.router)
 pages_router.include_router(runs.router)
+pages_router.include_router(commits_router)
+pages_router.include_router(fleet_router)
+pages_router.include_router(account.router)
+pages_router.include_router(alerts.router)
+pages_router.include_router(comparisons.router)

@@ -1,31 +1,164 @@
-"""``/runs/{id}``: one run's numbers, stages, per-step times and log."""
+"""``/runs/{id}``: one run's numbers, per-step chart, stages, compiler, environment, candidate and log."""
 
 from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from tracker.jobs import get_job
+from tracker.models import RunStage
 from tracker.queries import get_run
 from web.deps import SessionDep
 from web.pages.templating import templates
 
 router = APIRouter()
 
+# Identity of the machine and software, in reading order: (environment key, label).
+ENVIRONMENT_ROWS = (
+    ("gpu", "GPU"),
+    ("gpu_count", "GPU count"),
+    ("gpu_ids", "GPU ids"),
+    ("gpu_driver", "Driver"),
+    ("cuda_version", "CUDA (driver)"),
+    ("torch", "torch"),
+    ("torch_cuda", "torch CUDA"),
+    ("sglang", "sglang"),
+    ("python", "Python"),
+    ("host", "Host"),
+    ("os", "OS"),
+    ("cpu_model", "CPU"),
+    ("cpu_count", "CPU cores"),
+)
+# GPU state sampled before and after the run: (key prefix, label, unit).
+GPU_STATE_ROWS = (
+    ("gpu_sm_clock_mhz", "SM clock", "MHz"),
+    ("gpu_mem_clock_mhz", "Memory clock", "MHz"),
+    ("gpu_temperature_c", "Temperature", "°C"),
+    ("gpu_power_w", "Power draw", "W"),
+)
+# Lines the log parser reads numbers from; shown highlighted so a reader sees what was measured.
+_TIMESTAMP = re.compile(r"^\[\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\]\s")
+_STAGE = re.compile(r"\[\w+Stage\] (?:finished|started|average)", re.IGNORECASE)
+_STEP = re.compile(r"\d+/\d+ \[[\d:]+<|\bstep\b.*\b(?:ms|s)\b|denoise", re.IGNORECASE)
+_ERROR = re.compile(r"error|traceback|exception|out of memory|killed|failed", re.IGNORECASE)
+MAX_LOG_LINES = 20_000
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One log line split for display; ``kind`` is ``stage``, ``step``, ``error`` or ``plain``."""
+
+    number: int
+    timestamp: str
+    text: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class StageBar:
+    """A pipeline stage as a horizontal bar: width relative to the slowest, share of the total."""
+
+    name: str
+    duration_ms: float
+    width_pct: float
+    share_pct: float
+
+
+def log_lines(raw_log: str) -> list[LogLine]:
+    """The log split in lines (tqdm's carriage returns too), each classified for highlighting."""
+    lines = []
+    for number, line in enumerate(raw_log.splitlines()[:MAX_LOG_LINES], start=1):
+        match = _TIMESTAMP.match(line)
+        timestamp, text = (match.group(0), line[match.end() :]) if match else ("", line)
+        if _STAGE.search(text):
+            kind = "stage"
+        elif _ERROR.search(text):
+            kind = "error"
+        elif _STEP.search(text):
+            kind = "step"
+        else:
+            kind = "plain"
+        lines.append(LogLine(number=number, timestamp=timestamp, text=text, kind=kind))
+    return lines
+
+
+def stage_bars(stages: list[RunStage]) -> list[StageBar]:
+    """Stages in pipeline order, scaled to the slowest one."""
+    slowest = max((stage.duration_ms for stage in stages), default=0.0)
+    total = sum(stage.duration_ms for stage in stages)
+    return [
+        StageBar(
+            name=stage.name,
+            duration_ms=stage.duration_ms,
+            width_pct=stage.duration_ms / slowest * 100 if slowest else 0.0,
+            share_pct=stage.duration_ms / total * 100 if total else 0.0,
+        )
+        for stage in stages
+    ]
+
+
+def _display(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(_display(item) for item in value) or "—"
+    return str(value)
+
+
+def environment_tables(
+    environment: Mapping[str, Any],
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """(identity rows, GPU state rows with before/after, every other key), as display strings."""
+    used: set[str] = set()
+    identity = []
+    for key, label in ENVIRONMENT_ROWS:
+        if key in environment:
+            identity.append((label, _display(environment[key])))
+            used.add(key)
+    state = []
+    for prefix, label, unit in GPU_STATE_ROWS:
+        before, after = f"{prefix}_before", f"{prefix}_after"
+        if before in environment or after in environment:
+            state.append(
+                (f"{label} ({unit})", _display(environment.get(before)), _display(environment.get(after)))
+            )
+            used.update((before, after))
+    other = [(key, _display(value)) for key, value in sorted(environment.items()) if key not in used]
+    return identity, state, other
+
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: int, session: SessionDep) -> HTMLResponse:
-    """Run detail."""
+    """Run detail: why it measured what it did, in one page."""
     run = get_run(session=session, run_id=run_id)
-    steps = [float(value) for value in run.artifacts.step_times_ms]
-    slowest = max(steps) if steps else None
+    artifacts = run.artifacts
+    steps = [float(value) for value in artifacts.step_times_ms]
+    identity, gpu_state, other_environment = environment_tables(artifacts.environment)
+    job = get_job(session=session, job_id=run.job_id) if run.job_id is not None else None
     return templates.TemplateResponse(
         request,
         "run.html",
         {
             "run": run,
+            "job": job,
+            "artifacts": artifacts,
             "steps": steps,
-            "slowest": slowest,
-            "artifacts": run.artifacts,
+            "step_chart": {
+                "steps": steps,
+                "median": statistics.median(steps) if steps else None,
+                "steady": run.denoise_step_steady_ms,
+            },
+            "stages": stage_bars(list(run.stages)),
+            "identity": identity,
+            "gpu_state": gpu_state,
+            "other_environment": other_environment,
+            "log": log_lines(artifacts.raw_log),
             "title": f"Run {run.id}",
         },
     )

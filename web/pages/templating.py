@@ -7,6 +7,8 @@ from pathlib import Path
 
 from fastapi.templating import Jinja2Templates
 
+from web.auth import template_context
+
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 
 templates = Jinja2Templates(directory=TEMPLATE_DIR)
@@ -56,3 +58,6 @@ templates.env.filters["pct"] = format_pct
 templates.env.filters["change_class"] = change_class
 templates.env.filters["utc"] = format_time
 templates.env.filters["short"] = lambda sha: (sha or "")[:7]
+
+# Every page's top bar shows who is signed in; forms get the CSRF field from here.
+templates.context_processors.append(template_context)

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from tracker.models import Case, Commit, HardwareKind, Run
 from tracker.queries import Series
+from tracker.series_chart import ChartCommit, SeriesChart
 
 
 class HardwareOut(BaseModel):
@@ -277,3 +278,134 @@ class Health(BaseModel):
 def hardware_out(kind: HardwareKind) -> HardwareOut:
     """From the ORM object."""
     return HardwareOut(name=kind.name, description=kind.description)
+
+
+class ChartPointOut(BaseModel):
+    """One run drawn on the series chart: x is the commit time, y the run's value."""
+
+    run_id: int
+    kind: str  # nightly, confirm, bisect, pr, manual, import (or job without its job row)
+    status: str
+    value: float | None
+    iqr: float | None
+    excluded_reason: str | None
+    sha: str
+    title: str
+    author: str
+    committed_at: dt.datetime
+
+
+class ChartCommitOut(BaseModel):
+    """A commit an alert points at."""
+
+    sha: str
+    title: str
+    author: str
+    committed_at: dt.datetime
+
+
+class ChartAlertOut(BaseModel):
+    """An alert placed at its first-bad commit."""
+
+    id: int
+    direction: str
+    state: str
+    change_pct: float
+    before_value: float
+    after_value: float
+    first_bad: ChartCommitOut
+    last_good: ChartCommitOut | None
+    culprit: ChartCommitOut | None
+    fixed_by: ChartCommitOut | None
+
+
+class ChartBandOut(BaseModel):
+    """The threshold band around the current level."""
+
+    level: float
+    low: float
+    high: float
+    pct: float
+    since: dt.datetime | None
+    description: str
+
+
+class SeriesChartOut(BaseModel):
+    """Everything the series chart draws, oldest point first."""
+
+    case: str
+    hardware: str
+    metric: str
+    unit: str
+    threshold: str
+    total_runs: int
+    points: list[ChartPointOut]
+    band: ChartBandOut | None
+    alerts: list[ChartAlertOut]
+
+    @classmethod
+    def of(cls, chart: SeriesChart) -> SeriesChartOut:
+        """From the read model."""
+        data = chart.series
+
+        def commit(value: ChartCommit | None) -> ChartCommitOut | None:
+            if value is None:
+                return None
+            return ChartCommitOut(
+                sha=value.sha, title=value.title, author=value.author, committed_at=value.committed_at
+            )
+
+        band = chart.band
+        return cls(
+            case=data.case.slug,
+            hardware=data.hardware,
+            metric=str(data.metric),
+            unit=data.unit,
+            threshold=chart.threshold.describe(),
+            total_runs=data.total,
+            points=[
+                ChartPointOut(
+                    run_id=point.run_id,
+                    kind=point.kind,
+                    status=point.status,
+                    value=point.value,
+                    iqr=point.iqr,
+                    excluded_reason=point.excluded_reason,
+                    sha=point.commit_sha,
+                    title=point.commit_title,
+                    author=point.commit_author,
+                    committed_at=point.committed_at,
+                )
+                for point in data.points
+            ],
+            band=ChartBandOut(
+                level=band.level,
+                low=band.low,
+                high=band.high,
+                pct=band.pct,
+                since=band.since,
+                description=band.description,
+            )
+            if band
+            else None,
+            alerts=[
+                ChartAlertOut(
+                    id=alert.alert_id,
+                    direction=alert.direction,
+                    state=alert.state,
+                    change_pct=alert.change_pct,
+                    before_value=alert.before_value,
+                    after_value=alert.after_value,
+                    first_bad=ChartCommitOut(
+                        sha=alert.first_bad.sha,
+                        title=alert.first_bad.title,
+                        author=alert.first_bad.author,
+                        committed_at=alert.first_bad.committed_at,
+                    ),
+                    last_good=commit(alert.last_good),
+                    culprit=commit(alert.culprit),
+                    fixed_by=commit(alert.fixed_by),
+                )
+                for alert in chart.alerts
+            ],
+        )

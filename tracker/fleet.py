@@ -1,0 +1,216 @@
+"""The fleet as the dashboard shows it: runners with their health, the queue by hardware and reason.
+
+Built on :mod:`tracker.jobs` (``list_runners``); every function here is a fixed number of queries,
+whatever the number of runners or jobs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.sql.base import ExecutableOption
+
+from tracker.jobs import RunnerStatus, list_runners
+from tracker.models import HardwareKind, Job, JobReason, JobState, Run, utcnow
+
+FINISHED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+PENDING = (JobState.QUEUED, JobState.LEASED)
+# How many recent jobs to scan for a runner's failed attempts, and how many to show per runner.
+FAILURE_SCAN_JOBS = 500
+FAILURES_PER_RUNNER = 5
+
+
+@dataclass(frozen=True)
+class AttemptFailure:
+    """One attempt that did not end in a result: failed, released, or its lease expired."""
+
+    job_id: int
+    case_slug: str
+    attempt: int
+    outcome: str
+    reason: str
+    at: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class RunnerRow:
+    """A runner, how long since it was heard from, what it runs, and what recently went wrong."""
+
+    status: RunnerStatus
+    heartbeat_age: dt.timedelta | None
+    current_job: Job | None
+    recent_failures: list[AttemptFailure]
+
+
+def runner_rows(
+    *, session: Session, offline_after: dt.timedelta, now: dt.datetime | None = None
+) -> list[RunnerRow]:
+    """Every runner, online first, with its current job and its latest failed attempts."""
+    now = now or utcnow()
+    statuses = list_runners(session=session, offline_after=offline_after, now=now)
+    current_ids = [status.current_job_id for status in statuses if status.current_job_id is not None]
+    current = {job.id: job for job in _jobs_by_id(session=session, ids=current_ids)}
+    failures = _failed_attempts(session=session, runner_names={status.runner.name for status in statuses})
+    return [
+        RunnerRow(
+            status=status,
+            heartbeat_age=now - status.runner.last_heartbeat_at if status.runner.last_heartbeat_at else None,
+            current_job=current.get(status.current_job_id) if status.current_job_id is not None else None,
+            recent_failures=failures.get(status.runner.name, []),
+        )
+        for status in statuses
+    ]
+
+
+def _jobs_by_id(*, session: Session, ids: Sequence[int]) -> list[Job]:
+    if not ids:
+        return []
+    return list(session.scalars(select(Job).where(Job.id.in_(ids)).options(*_job_loads())))
+
+
+def _job_loads() -> list[ExecutableOption]:
+    return [
+        selectinload(Job.case),
+        selectinload(Job.hardware_kind),
+        selectinload(Job.candidate),
+        selectinload(Job.leased_by),
+    ]
+
+
+def _failed_attempts(*, session: Session, runner_names: set[str]) -> dict[str, list[AttemptFailure]]:
+    """Each runner's newest attempts that ended without a result, from the recent jobs' histories."""
+    jobs = session.scalars(
+        select(Job)
+        .where(Job.attempts > 0)
+        .order_by(Job.id.desc())
+        .limit(FAILURE_SCAN_JOBS)
+        .options(selectinload(Job.case))
+    )
+    found: dict[str, list[AttemptFailure]] = {}
+    for job in jobs:
+        for entry in job.attempt_history:
+            runner = entry.get("runner")
+            if runner not in runner_names or entry.get("outcome") == "done":
+                continue
+            found.setdefault(str(runner), []).append(
+                AttemptFailure(
+                    job_id=job.id,
+                    case_slug=job.case.slug,
+                    attempt=int(entry.get("attempt") or 0),
+                    outcome=str(entry.get("outcome") or ""),
+                    reason=str(entry.get("reason") or ""),
+                    at=_parse_time(entry.get("at")),
+                )
+            )
+    epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
+    return {
+        name: sorted(entries, key=lambda failure: failure.at or epoch, reverse=True)[:FAILURES_PER_RUNNER]
+        for name, entries in found.items()
+    }
+
+
+def _parse_time(value: object) -> dt.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    """Queued and leased jobs of one hardware kind, in all and by reason."""
+
+    hardware: str
+    queued: int
+    leased: int
+    queued_by_reason: dict[JobReason, int]
+
+
+def queue_depth(*, session: Session) -> list[QueueDepth]:
+    """Pending jobs per hardware kind (every kind a job or runner needs), split by reason."""
+    rows = session.execute(
+        select(HardwareKind.name, Job.state, Job.reason, func.count())
+        .join(HardwareKind, Job.hardware_kind_id == HardwareKind.id)
+        .where(Job.state.in_(PENDING))
+        .group_by(HardwareKind.name, Job.state, Job.reason)
+    ).all()
+    queued: Counter[str] = Counter()
+    leased: Counter[str] = Counter()
+    by_reason: dict[str, Counter[JobReason]] = {}
+    for hardware, state, reason, count in rows:
+        if state is JobState.QUEUED:
+            queued[hardware] += count
+            by_reason.setdefault(hardware, Counter())[reason] += count
+        else:
+            leased[hardware] += count
+    return [
+        QueueDepth(
+            hardware=hardware,
+            queued=queued[hardware],
+            leased=leased[hardware],
+            queued_by_reason=dict(sorted(by_reason.get(hardware, Counter()).items())),
+        )
+        for hardware in sorted(set(queued) | set(leased))
+    ]
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """A job with the run its latest attempt produced, if any."""
+
+    job: Job
+    run_id: int | None
+
+    @property
+    def last_failure(self) -> str | None:
+        """The job's failure reason, else the latest attempt's that ended without a result."""
+        if self.job.failure_reason:
+            return self.job.failure_reason
+        for entry in reversed(self.job.attempt_history):
+            if entry.get("outcome") != "done" and entry.get("reason"):
+                return str(entry["reason"])
+        return None
+
+
+def job_rows(
+    *,
+    session: Session,
+    states: Sequence[JobState],
+    hardware: HardwareKind | None = None,
+    ids: Sequence[int] | None = None,
+    limit: int = 100,
+) -> list[JobRow]:
+    """Jobs in ``states`` (optionally of one hardware kind): pending oldest first, finished newest first."""
+    query = select(Job).where(Job.state.in_(states)).limit(limit).options(*_job_loads())
+    if hardware is not None:
+        query = query.where(Job.hardware_kind_id == hardware.id)
+    if ids is not None:
+        query = query.where(Job.id.in_(ids))
+    if set(states) <= set(PENDING):
+        query = query.order_by(Job.priority.desc(), Job.id)
+    else:
+        query = query.order_by(Job.finished_at.desc().nulls_last(), Job.id.desc())
+    jobs = list(session.scalars(query))
+    runs: dict[int, int] = {}
+    if jobs:
+        for job_id, run_id in session.execute(
+            select(Run.job_id, func.max(Run.id))
+            .where(Run.job_id.in_([job.id for job in jobs]))
+            .group_by(Run.job_id)
+        ):
+            if job_id is not None:
+                runs[int(job_id)] = int(run_id)
+    return [JobRow(job=job, run_id=runs.get(job.id)) for job in jobs]
+
+
+def hardware_names(*, session: Session) -> list[str]:
+    """Every hardware kind's name, for filters."""
+    return list(session.scalars(select(HardwareKind.name).order_by(HardwareKind.name)))

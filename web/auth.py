@@ -1,0 +1,173 @@
+"""Dashboard sign-in and CSRF protection.
+
+A signed-in admin pastes an admin API token once; the server checks it with
+:func:`tracker.tokens.authenticate` and keeps only the token's id and name in a signed cookie
+(itsdangerous, HttpOnly, SameSite=Lax, Secure over https). The cookie also holds a random CSRF
+secret: every form carries it in a hidden ``csrf_token`` field and every POST compares the two in
+constant time. On each request :class:`WebSessionMiddleware` re-reads the token row, so a revoked
+(or demoted) token signs its sessions out on the next request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from starlette.datastructures import MutableHeaders
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tracker.models import ApiToken, TokenRole
+from web.state import AppState
+
+COOKIE = "perftrack_session"
+CSRF_FIELD = "csrf_token"
+_SALT = "perftrack.web-session"
+
+
+@dataclass(frozen=True)
+class Account:
+    """Who is signed in: the admin token's id and name (never its secret)."""
+
+    token_id: int
+    name: str
+
+
+class WebSession:
+    """The signed cookie's content for one request; changes are written back on the response."""
+
+    def __init__(self, data: dict[str, Any] | None = None) -> None:
+        self.data: dict[str, Any] = dict(data or {})
+        self.modified = False
+
+    @property
+    def account(self) -> Account | None:
+        """The signed-in account, if any."""
+        token_id, name = self.data.get("token_id"), self.data.get("name")
+        if isinstance(token_id, int) and isinstance(name, str):
+            return Account(token_id=token_id, name=name)
+        return None
+
+    def csrf_token(self) -> str:
+        """This session's CSRF secret, created on first use."""
+        token = self.data.get("csrf")
+        if not isinstance(token, str) or not token:
+            token = secrets.token_urlsafe(32)
+            self.data["csrf"] = token
+            self.modified = True
+        return token
+
+    def csrf_matches(self, submitted: str | None) -> bool:
+        """Whether a submitted form token is this session's (constant time)."""
+        expected = self.data.get("csrf")
+        if not isinstance(expected, str) or not expected or not submitted:
+            return False
+        return hmac.compare_digest(submitted.encode(), expected.encode())
+
+    def sign_in(self, token: ApiToken) -> None:
+        """Start a signed-in session; a fresh CSRF secret defeats session fixation."""
+        self.data = {"token_id": token.id, "name": token.name, "csrf": secrets.token_urlsafe(32)}
+        self.modified = True
+
+    def sign_out(self) -> None:
+        """Forget the account and the CSRF secret."""
+        self.data = {}
+        self.modified = True
+
+    def flash(self, kind: str, message: str) -> None:
+        """A message for the next page shown (``ok`` or ``error``)."""
+        self.data["flash"] = [kind, message]
+        self.modified = True
+
+    def pop_flash(self) -> tuple[str, str] | None:
+        """The pending flash message, removed."""
+        value = self.data.pop("flash", None)
+        if value is None:
+            return None
+        self.modified = True
+        kind, message = value
+        return str(kind), str(message)
+
+
+def web_session_of(connection: HTTPConnection) -> WebSession:
+    """The request's session (an empty one where the middleware is not installed)."""
+    state: dict[str, Any] = connection.scope.setdefault("state", {})
+    web = state.get("web_session")
+    if not isinstance(web, WebSession):
+        web = WebSession()
+        state["web_session"] = web
+    return web
+
+
+def _active_admin(state: AppState, token_id: int) -> bool:
+    with state.read_sessions() as session:
+        token = session.get(ApiToken, token_id)
+        return token is not None and token.revoked_at is None and token.role is TokenRole.ADMIN
+
+
+class WebSessionMiddleware:
+    """Load the signed session cookie into ``request.state.web_session``; write it back if changed."""
+
+    def __init__(self, app: ASGIApp, *, secret: str, max_age_s: int) -> None:
+        self.app = app
+        self.max_age_s = max_age_s
+        self.serializer = URLSafeTimedSerializer(secret, salt=_SALT)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(("/static/", "/vendor/", "/api/")):
+            await self.app(scope, receive, send)
+            return
+        connection = HTTPConnection(scope)
+        raw = connection.cookies.get(COOKIE)
+        data = self._load(raw) if raw else None
+        web = WebSession(data)
+        if raw and data is None:
+            web.modified = True  # an expired or forged cookie: replace it with an empty one
+        account = web.account
+        if account is not None:
+            state: AppState = scope["app"].state.perftrack
+            if not await anyio.to_thread.run_sync(_active_admin, state, account.token_id):
+                web.sign_out()
+        scope.setdefault("state", {})["web_session"] = web
+        secure = scope.get("scheme") == "https"
+
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start" and web.modified:
+                headers = MutableHeaders(scope=message)
+                headers.append("Set-Cookie", self._cookie(web.data, secure=secure))
+                headers.append("Cache-Control", "no-store")
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+    def _load(self, raw: str) -> dict[str, Any] | None:
+        try:
+            value = self.serializer.loads(raw, max_age=self.max_age_s)
+        except BadSignature:  # also covers SignatureExpired
+            return None
+        return value if isinstance(value, dict) else None
+
+    def _cookie(self, data: dict[str, Any], *, secure: bool) -> str:
+        if data:
+            value, max_age = self.serializer.dumps(data), self.max_age_s
+        else:
+            value, max_age = "", 0
+        flags = "; Secure" if secure else ""
+        return f"{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax{flags}"
+
+
+def safe_next(target: str | None, default: str = "/alerts") -> str:
+    """A local path to go back to after signing in (never another site)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return default
+    return target
+
+
+def template_context(request: Any) -> dict[str, Any]:
+    """Jinja context processor: the signed-in account and a lazy ``csrf_token()`` for forms."""
+    web = web_session_of(request)
+    return {"account": web.account, "csrf_token": web.csrf_token, "csrf_field": CSRF_FIELD}

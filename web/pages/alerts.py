@@ -1,0 +1,196 @@
+"""``/alerts`` and ``/alerts/{id}``: what changed, where, how sure, and its triage."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from tracker.errors import Conflict, InvalidInput, NotFound
+from tracker.models import Alert, AlertStatus, utcnow
+from tracker.queries import series
+from tracker.triage import TRANSITIONS, alert_state, get_alert, list_alerts, triage_alert
+from web.deps import DashboardAdminDep, SessionDep, WebSessionDep, WriteSessionDep
+from web.pages.templating import templates
+from web.schemas.alerts import AlertDetailOut
+
+router = APIRouter()
+
+# The triage queue's order: what needs a human first, closed alerts last.
+STATE_ORDER = ("open", "confirming", "acknowledged", "fixed", "expected", "invalid")
+CLOSING = (AlertStatus.FIXED, AlertStatus.INVALID, AlertStatus.EXPECTED)
+CHART_POINTS_EACH_SIDE = 15
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The list's filters, as the URL carries them (empty means any)."""
+
+    status: str = ""
+    case: str = ""
+    hardware: str = ""
+    direction: str = ""
+
+    def active(self) -> bool:
+        """Whether any filter narrows the list."""
+        return any((self.status, self.case, self.hardware, self.direction))
+
+
+def age(created_at: dt.datetime, now: dt.datetime) -> str:
+    """``3 d``, ``5 h``, ``12 min``: how long an alert has been around."""
+    seconds = max(0.0, (now - created_at).total_seconds())
+    if seconds >= 2 * 86400:
+        return f"{seconds // 86400:.0f} d"
+    if seconds >= 3600:
+        return f"{seconds // 3600:.0f} h"
+    return f"{max(1.0, seconds // 60):.0f} min"
+
+
+def _rank(alert: Alert) -> tuple[int, float]:
+    state = alert_state(alert)
+    position = STATE_ORDER.index(state) if state in STATE_ORDER else len(STATE_ORDER)
+    return position, -alert.created_at.timestamp()
+
+
+@router.get("/alerts", response_class=HTMLResponse)
+def alerts_page(
+    request: Request,
+    session: SessionDep,
+    status: str = "",
+    case: str = "",
+    hardware: str = "",
+    direction: str = "",
+) -> Response:
+    """Every alert, open ones first, filtered by status, case, hardware and direction."""
+    filters = Filters(
+        status=status.strip(), case=case.strip(), hardware=hardware.strip(), direction=direction
+    )
+    everything = list_alerts(session=session)
+    error = None
+    try:
+        shown = (
+            list_alerts(
+                session=session,
+                status=filters.status or None,
+                case_slug=filters.case or None,
+                hardware=filters.hardware or None,
+                direction=filters.direction or None,
+            )
+            if filters.active()
+            else everything
+        )
+    except (InvalidInput, NotFound) as refused:
+        shown, error = [], str(refused)
+    now = utcnow()
+    rows = [(alert, alert_state(alert), age(alert.created_at, now)) for alert in sorted(shown, key=_rank)]
+    counts: dict[str, int] = {}
+    for alert in everything:
+        counts[alert_state(alert)] = counts.get(alert_state(alert), 0) + 1
+    return templates.TemplateResponse(
+        request,
+        "alerts.html",
+        {
+            "title": "Alerts",
+            "rows": rows,
+            "filters": filters,
+            "error": error,
+            "counts": counts,
+            "states": STATE_ORDER,
+            "cases": sorted({alert.case.slug for alert in everything}),
+            "hardware_kinds": sorted({alert.hardware_kind.name for alert in everything}),
+        },
+        status_code=422 if error else 200,
+    )
+
+
+def _chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
+    """The series around the change, for the zoomed chart (None when the series is gone)."""
+    try:
+        data = series(
+            session=session,
+            case_slug=alert.case.slug,
+            hardware=alert.hardware_kind.name,
+            metric=alert.metric,
+            limit=2000,
+        )
+    except NotFound:
+        return None
+    points = [point for point in data.points if point.value is not None]
+    shas = [point.commit_sha for point in points]
+    bad = alert.first_bad_commit.sha
+    centre = shas.index(bad) if bad in shas else len(points) - 1
+    window = points[max(0, centre - CHART_POINTS_EACH_SIDE) : centre + CHART_POINTS_EACH_SIDE + 1]
+    if not window:
+        return None
+
+    def sha_of(commit: Any) -> str | None:
+        return commit.sha if commit is not None else None
+
+    return {
+        "unit": data.unit,
+        "points": [
+            {
+                "sha": point.commit_sha,
+                "title": point.commit_title,
+                "author": point.commit_author,
+                "value": point.value,
+                "run": point.run_id,
+            }
+            for point in window
+        ],
+        "before": alert.before_value,
+        "after": alert.after_value,
+        "last_good": sha_of(alert.last_good_commit),
+        "first_bad": bad,
+        "culprit": sha_of(alert.culprit_commit),
+        "fixed_by": sha_of(alert.fixed_by_commit),
+    }
+
+
+@router.get("/alerts/{alert_id}", response_class=HTMLResponse)
+def alert_page(request: Request, alert_id: int, session: SessionDep, web: WebSessionDep) -> Response:
+    """One alert: the numbers, the chart around the change, bisection, history, triage."""
+    alert = get_alert(session=session, alert_id=alert_id)
+    detail = AlertDetailOut.detail(alert)
+    allowed = TRANSITIONS[alert.status]
+    return templates.TemplateResponse(
+        request,
+        "alert.html",
+        {
+            "title": f"Alert {alert.id}: {alert.case.slug} on {alert.hardware_kind.name}",
+            "alert": alert,
+            "detail": detail,
+            "age": age(alert.created_at, utcnow()),
+            "chart": _chart(session, alert),
+            "can_acknowledge": AlertStatus.ACKNOWLEDGED in allowed,
+            "closing": [status.value for status in CLOSING if status in allowed],
+            "can_reopen": AlertStatus.OPEN in allowed,
+            "flash": web.pop_flash(),
+        },
+    )
+
+
+@router.post("/alerts/{alert_id}/triage")
+def triage(
+    alert_id: int,
+    account: DashboardAdminDep,
+    session: WriteSessionDep,
+    web: WebSessionDep,
+    status: Annotated[str, Form(max_length=32)],
+    reason: Annotated[str, Form(max_length=4000)] = "",
+) -> Response:
+    """Move an alert as the signed-in admin; back to the alert with what happened."""
+    try:
+        moved = triage_alert(
+            session=session, alert_id=alert_id, status=status, actor=account.name, reason=reason, now=utcnow()
+        )
+    except (Conflict, InvalidInput) as refused:
+        session.rollback()
+        web.flash("error", f"Not changed: {refused}")
+    else:
+        session.commit()
+        web.flash("ok", f"Alert {alert_id} is now {moved.status.value}.")
+    return RedirectResponse(f"/alerts/{alert_id}", status_code=303)

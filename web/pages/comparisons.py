@@ -1,0 +1,130 @@
+"""``/comparisons`` and ``/comparisons/{id}``: A/B verdicts per case × hardware, as PRs quote them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from tracker.calibration import list_calibrations
+from tracker.comparison_views import ComparisonView, comparison_view, list_comparisons
+from tracker.models import Calibration, Comparison
+from web.deps import SessionDep
+from web.pages.templating import format_ms, format_pct, templates
+from web.schemas.comparisons import ComparisonDetailOut, ComparisonResultDetailOut
+
+router = APIRouter()
+
+VERDICT_LABELS = {
+    "regression": "regression",
+    "improvement": "improvement",
+    "no_change": "no change",
+    "inconclusive": "inconclusive",
+    "pending": "pending",
+}
+
+
+def is_calibration(comparison: Comparison) -> bool:
+    """An A/A comparison: a candidate against itself."""
+    return comparison.base_candidate_id == comparison.head_candidate_id
+
+
+def ci_text(low: float | None, high: float | None) -> str:
+    """``[-7.4, -6.6] %``: the change's 95 % confidence interval."""
+    if low is None or high is None:
+        return "—"
+    return f"[{low:+.1f}, {high:+.1f}] %"
+
+
+def markdown_table(detail: ComparisonDetailOut) -> str:
+    """The results as the Markdown table maintainers paste into a PR."""
+    head = f"#{detail.pr_number}" if detail.pr_number else detail.head.label or detail.head.sha[:7]
+    intro = (
+        f"**perftrack comparison {detail.id}**: `{detail.base.sha[:7]}` vs {head} "
+        f"({detail.requests_per_round} requests per round, interleaved A/B rounds, ms per denoise step)"
+    )
+    lines = [
+        intro,
+        "",
+        "| case | hardware | base ms | head ms | change | 95 % CI | verdict | threshold | rounds | note |",
+        "|---|---|---:|---:|---:|---|---|---:|---:|---|",
+    ]
+    for result in detail.results:
+        threshold = f"{result.threshold_pct:.1f} %" if result.threshold_pct is not None else "—"
+        note = result.note.replace("|", "\\|").replace("\n", " ")
+        lines.append(
+            f"| {result.case} | {result.hardware} | {format_ms(result.base_ms, '')} | "
+            f"{format_ms(result.head_ms, '')} | {format_pct(result.change_pct)} | "
+            f"{ci_text(result.ci_low_pct, result.ci_high_pct)} | {VERDICT_LABELS[result.verdict]} | "
+            f"{threshold} | {result.rounds_done} | {note} |"
+        )
+    return "\n".join(lines)
+
+
+def _round_chart(result: ComparisonResultDetailOut) -> dict[str, Any]:
+    return {
+        "case": result.case,
+        "hardware": result.hardware,
+        "rounds": [
+            {"round": item.round, "base_ms": item.base_ms, "head_ms": item.head_ms} for item in result.rounds
+        ],
+    }
+
+
+def _calibrations(session: SessionDep, view: ComparisonView) -> list[Calibration]:
+    comparison = view.comparison
+    if not is_calibration(comparison):
+        return []
+    found: list[Calibration] = []
+    for item in view.results:
+        found.extend(
+            calibration
+            for calibration in list_calibrations(
+                session=session, case=item.result.case.slug, hardware=item.result.hardware_kind.name
+            )
+            if calibration.comparison_id == comparison.id
+        )
+    return found
+
+
+@router.get("/comparisons", response_class=HTMLResponse)
+def comparisons_page(request: Request, session: SessionDep) -> Response:
+    """Every comparison, newest first: PR A/B runs and A/A calibrations."""
+    comparisons = list_comparisons(session=session)
+    return templates.TemplateResponse(
+        request,
+        "comparisons.html",
+        {
+            "title": "Comparisons",
+            "rows": [(comparison, is_calibration(comparison)) for comparison in comparisons],
+            "verdict_labels": VERDICT_LABELS,
+        },
+    )
+
+
+@router.get("/comparisons/{comparison_id}", response_class=HTMLResponse)
+def comparison_page(request: Request, comparison_id: int, session: SessionDep) -> Response:
+    """One comparison: the PR table per hardware, per-round charts, candidates, Markdown to copy."""
+    view = comparison_view(session=session, comparison_id=comparison_id)
+    detail = ComparisonDetailOut.of_view(view)
+    by_hardware: dict[str, list[ComparisonResultDetailOut]] = {}
+    for result in detail.results:
+        by_hardware.setdefault(result.hardware, []).append(result)
+    calibration = is_calibration(view.comparison)
+    title = "Calibration" if calibration else "Comparison"
+    return templates.TemplateResponse(
+        request,
+        "comparison.html",
+        {
+            "title": f"{title} {detail.id}" + (f" · PR #{detail.pr_number}" if detail.pr_number else ""),
+            "comparison": detail,
+            "is_calibration": calibration,
+            "by_hardware": by_hardware,
+            "charts": [_round_chart(result) for result in detail.results],
+            "calibrations": _calibrations(session, view),
+            "markdown": markdown_table(detail),
+            "verdict_labels": VERDICT_LABELS,
+            "ci_text": ci_text,
+        },
+    )
