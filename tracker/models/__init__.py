@@ -1,6 +1,7 @@
 """SQLAlchemy models for the whole perftrack domain (see DESIGN.md, "Domain")."""
 
 from tracker.models.access import ApiToken, Runner
+from tracker.models.automation import GithubDelivery, GithubOutbox, NightlyRun, apscheduler_jobs
 from tracker.models.base import Base, utcnow
 from tracker.models.catalog import CarriedPatch, Case, CaseHardware, HardwareKind, Repository
 from tracker.models.detection import (
@@ -50,11 +51,14 @@ __all__ = [
     "ComparisonResult",
     "ComparisonState",
     "Direction",
+    "GithubDelivery",
+    "GithubOutbox",
     "HardwareKind",
     "Job",
     "JobReason",
     "JobState",
     "Metric",
+    "NightlyRun",
     "PatchKind",
     "Repository",
     "Run",
@@ -67,5 +71,6 @@ __all__ = [
     "TokenRole",
     "Verdict",
     "Workload",
+    "apscheduler_jobs",
     "utcnow",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict
@@ -149,7 +149,9 @@ class Comparison(Base):
     pr_url: Mapped[str | None] = mapped_column(String(512))
     command: Mapped[str] = mapped_column(Text, nullable=False, default="", comment="e.g. the /perf comment")
     requested_by: Mapped[str] = mapped_column(String(255), nullable=False, default="")
-    github_comment_id: Mapped[int | None] = mapped_column(Integer)
+    github_comment_id: Mapped[int | None] = mapped_column(BigInteger, comment="the bot's one comment")
+    github_repository: Mapped[str | None] = mapped_column(String(255), comment="owner/name of the PR")
+    head_sha: Mapped[str | None] = mapped_column(String(40), comment="PR head the comparison measured")
     created_at: Mapped[created_at]
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
