@@ -68,6 +68,27 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=3, ge=1, le=20)
     runner_offline_after_s: int = Field(default=120, ge=5, description="no heartbeat for this long: offline")
 
+    # Where the dashboard is reachable from outside (links in PR comments and commit statuses).
+    public_url: str | None = None
+
+    # GitHub bot: REST API base (GitHub Enterprise: https://HOST/api/v3), the webhook's shared
+    # secret, and either a GitHub App (id + private key, PEM text or a path) or a personal token.
+    github_api_url: str = "https://api.github.com"
+    github_webhook_secret: SecretStr | None = None
+    github_app_id: int | None = None
+    github_app_private_key: SecretStr | None = None
+    github_token: SecretStr | None = None
+    github_allowed_users: list[str] = Field(
+        default_factory=list, description="may run /perf without write access to the repository"
+    )
+    github_status_context: str = "perftrack/perf"
+
+    # Scheduler: run the nightly schedules and periodic sweeps in this process (one leader among
+    # all processes), how often the sweeps run, and how often each series gets an A/A calibration.
+    scheduler_enabled: bool = False
+    sweep_interval_s: int = Field(default=60, ge=5)
+    calibration_interval_days: int = Field(default=0, ge=0, description="0: no scheduled calibrations")
+
     @field_validator("database_url")
     @classmethod
     def _normalise_postgres_url(cls, value: str) -> str:
