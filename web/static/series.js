@@ -100,6 +100,21 @@
         hovertemplate: hover,
       });
     }
+    // Failed runs have no value: they sit on the axis floor, so a night that broke is not invisible.
+    var failed = data.points.filter(function (p) { return p.status === "failed"; });
+    if (failed.length && counted.length) {
+      var floor = Math.min.apply(null, counted.map(function (p) { return p.value; }));
+      traces.push({
+        x: failed.map(function (p) { return plotlyDate(p.committed_at); }),
+        y: failed.map(function () { return floor; }),
+        customdata: failed.map(hoverData),
+        mode: "markers", name: "failed run", meta: "failed",
+        marker: { symbol: "x-thin-open", color: "#b42318", size: 10, line: { width: 2 } },
+        hovertemplate:
+          "<b>%{customdata[0]}</b> %{customdata[1]}<br>%{customdata[2]} · %{customdata[3]}<br>" +
+          "<b>failed</b> · %{customdata[4]} · run #%{customdata[5]}<extra></extra>",
+      });
+    }
     var shapes = [];
     var annotations = [];
     var alertPoints = { x: [], y: [], customdata: [] };
@@ -179,7 +194,7 @@
     });
     el.on("plotly_click", function (event) {
       var point = event.points && event.points[0];
-      if (!point || !point.customdata || point.data.meta !== "runs") return;
+      if (!point || !point.customdata || (point.data.meta !== "runs" && point.data.meta !== "failed")) return;
       window.location.assign("/runs/" + encodeURIComponent(point.customdata[5]));
     });
     if (!data.points.some(function (p) { return p.value !== null; })) {

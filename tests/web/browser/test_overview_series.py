@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from tests.web.browser.conftest import Dashboard, shoot
-from tests.web.dashboard_data import CULPRIT, HOSTILE_TITLE, NIGHTLY_CASE, sha
+from tests.web.dashboard_data import BROKEN, CULPRIT, HOSTILE_TITLE, NIGHTLY_CASE, sha
 
 SERIES = f"/series/{NIGHTLY_CASE}/H200"
 FIRST_BAD = 36
@@ -70,6 +70,8 @@ def test_series_chart_draws_every_run_and_marks_the_alert(dashboard: Dashboard, 
         "() => document.getElementById('chart').layout.annotations.map((a) => a.text)"
     )
     assert f"culprit {sha(CULPRIT)[:7]}" in annotations
+    failed = page.evaluate("() => document.getElementById('chart').data.find((t) => t.meta === 'failed')")
+    assert [row[0] for row in failed["customdata"]] == [sha(BROKEN)[:7]]  # the broken night shows
     assert page.locator("#chart .scatterlayer .trace .points path").count() >= _ok_rows(page)
     assert page.console_errors == []
     shoot(page, "series")
