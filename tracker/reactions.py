@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from tracker import bisection
 from tracker.alerts import evaluate_series
 from tracker.comparisons import comparison_job_ended, record_comparison_job
+from tracker.github import bot as github_bot
 from tracker.history import GitHistory
 from tracker.models import Alert, Candidate, Case, HardwareKind, Job, JobReason, Run
 
@@ -26,7 +27,8 @@ def after_job_run(
 ) -> None:
     """React to the run a job attempt stored (its job is already done or failed)."""
     if job.comparison_id is not None:
-        record_comparison_job(session=session, job=job, run=run, now=now)
+        comparison = record_comparison_job(session=session, job=job, run=run, now=now)
+        github_bot.comparison_changed(session=session, comparison=comparison)
         return
     if job.reason not in SERIES_REASONS:
         return
@@ -41,7 +43,8 @@ def after_job_ended(
 ) -> None:
     """React to a job that ended without a run: failed after its last lease expired, or cancelled."""
     if job.comparison_id is not None:
-        comparison_job_ended(session=session, job=job, now=now)
+        comparison = comparison_job_ended(session=session, job=job, now=now)
+        github_bot.comparison_changed(session=session, comparison=comparison)
         return
     if job.reason is JobReason.BISECT:
         bisection.record_job(session=session, job=job, run=None, now=now)

@@ -12,9 +12,11 @@ import hashlib
 import json
 import re
 import tomllib
+import zoneinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from apscheduler.triggers.cron import CronTrigger  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tracker.errors import SuiteError
@@ -111,6 +113,57 @@ class CaseSpec(_Strict):
         return flags
 
 
+DEFAULT_BACKFILL_LIMIT = 20
+
+
+class ScheduleSpec(_Strict):
+    """One ``[[schedule]]`` entry: when to measure a branch's head on which hardware kinds.
+
+    ``cron`` is a five-field crontab line (minute hour day month weekday) read in ``timezone``;
+    ``branch`` defaults to the repository's default branch, ``hardware`` to every kind the cases
+    run on; ``backfill`` also queues commits since the last nightly that were never measured
+    (``true``: up to 20, a number: up to that many, first-parent line only).
+    """
+
+    name: Annotated[str, Field(pattern=SLUG_PATTERN)]
+    cron: Annotated[str, Field(min_length=1)]
+    timezone: str = "UTC"
+    branch: Annotated[str, Field(pattern=r"^[A-Za-z0-9._/\-]{1,255}$")] | None = None
+    hardware: list[Annotated[str, Field(pattern=HARDWARE_PATTERN)]] | None = None
+    backfill: bool | int = False
+
+    @field_validator("backfill")
+    @classmethod
+    def _backfill_limit(cls, value: bool | int) -> bool | int:
+        if not isinstance(value, bool) and not 0 <= value <= 1000:
+            raise ValueError(
+                f"backfill must be true, false or a number of commits from 0 to 1000, not {value}"
+            )
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown timezone {value!r} (an IANA name such as 'UTC' or 'Asia/Shanghai')"
+            ) from None
+        return value
+
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        if len(value.split()) != 5:
+            raise ValueError(f"cron {value!r} must have five fields: minute hour day month weekday")
+        try:
+            CronTrigger.from_crontab(value, timezone="UTC")
+        except ValueError as error:
+            raise ValueError(f"invalid cron {value!r}: {error}") from None
+        return value
+
+
 class Defaults(_Strict):
     """The ``[defaults]`` table, applied to every case that does not say otherwise."""
 
@@ -128,6 +181,7 @@ class SuiteFile(_Strict):
     hardware: dict[Annotated[str, Field(pattern=HARDWARE_PATTERN)], HardwareSpec]
     defaults: Defaults = Defaults()
     cases: Annotated[list[CaseSpec], Field(min_length=1)]
+    schedule: list[ScheduleSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _references_resolve(self) -> SuiteFile:
@@ -155,7 +209,23 @@ class SuiteFile(_Strict):
                         ("cases", index, "thresholds", name),
                         f"threshold for {name!r}, which is not in this case's hardware list",
                     )
+        self._schedules_resolve()
         return self
+
+    def _schedules_resolve(self) -> None:
+        used = {name for case in self.cases for name in case.hardware}
+        names: set[str] = set()
+        for index, schedule in enumerate(self.schedule):
+            if schedule.name in names:
+                raise _LocatedError(("schedule", index, "name"), f"duplicate schedule name {schedule.name!r}")
+            names.add(schedule.name)
+            for name in schedule.hardware or []:
+                if name not in used:
+                    known = ", ".join(sorted(used))
+                    raise _LocatedError(
+                        ("schedule", index, "hardware"),
+                        f"unknown hardware kind {name!r}: no case runs on it (cases run on: {known})",
+                    )
 
 
 class _LocatedError(ValueError):
@@ -205,6 +275,25 @@ class ResolvedCase(BaseModel):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+class ResolvedSchedule(BaseModel):
+    """A schedule with its defaults applied (branch, hardware kinds, backfill limit)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    suite: str
+    repository: str
+    cron: str
+    timezone: str
+    branch: str
+    hardware: list[str]
+    backfill_limit: int = Field(description="0: no backfill")
+
+    def trigger(self) -> CronTrigger:
+        """The APScheduler trigger of this schedule."""
+        return CronTrigger.from_crontab(self.cron, timezone=self.timezone)
+
+
 class Suite(BaseModel):
     """A loaded, validated suite."""
 
@@ -216,6 +305,7 @@ class Suite(BaseModel):
     repository: RepositorySpec
     hardware: dict[str, HardwareSpec]
     cases: list[ResolvedCase]
+    schedules: list[ResolvedSchedule] = Field(default_factory=list)
 
 
 def parse_suite(text: str, path: str = "<suite>") -> Suite:
@@ -296,6 +386,25 @@ def _resolve(suite_file: SuiteFile, path: str) -> Suite:
         repository=suite_file.repository,
         hardware=dict(suite_file.hardware),
         cases=cases,
+        schedules=[_resolve_schedule(spec, suite_file) for spec in suite_file.schedule],
+    )
+
+
+def _resolve_schedule(spec: ScheduleSpec, suite_file: SuiteFile) -> ResolvedSchedule:
+    used = [name for name in suite_file.hardware if any(name in case.hardware for case in suite_file.cases)]
+    if spec.backfill is True:
+        limit = DEFAULT_BACKFILL_LIMIT
+    else:
+        limit = 0 if spec.backfill is False else int(spec.backfill)
+    return ResolvedSchedule(
+        name=spec.name,
+        suite=suite_file.suite.name,
+        repository=suite_file.repository.name,
+        cron=spec.cron,
+        timezone=spec.timezone,
+        branch=spec.branch or suite_file.repository.default_branch,
+        hardware=list(spec.hardware) if spec.hardware is not None else used,
+        backfill_limit=limit,
     )
 
 
@@ -319,4 +428,15 @@ def load_suites(directory: Path) -> list[Suite]:
                     suite.path, None, "cases.slug", f"case {case.slug!r} also in {owners[case.slug]}"
                 )
             owners[case.slug] = suite.path
+    schedule_owners: dict[str, str] = {}
+    for suite in suites:
+        for schedule in suite.schedules:
+            if schedule.name in schedule_owners:
+                raise SuiteError(
+                    suite.path,
+                    None,
+                    "schedule.name",
+                    f"schedule {schedule.name!r} also in {schedule_owners[schedule.name]}",
+                )
+            schedule_owners[schedule.name] = suite.path
     return suites

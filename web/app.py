@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tracker import db
 from tracker.catalog import sync_suites
 from tracker.errors import PerftrackError
+from tracker.scheduling.service import SchedulerService
 from tracker.settings import Settings, get_settings
 from tracker.suites import load_suites
 from tracker.tokens import ensure_bootstrap_admin
@@ -88,7 +89,14 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if prepare:
             prepare_database(settings, engine)
-        yield
+        scheduler = SchedulerService.from_settings(settings, engine) if settings.scheduler_enabled else None
+        if scheduler is not None:
+            scheduler.start()  # elects a leader among all processes; only the leader schedules
+        try:
+            yield
+        finally:
+            if scheduler is not None:
+                scheduler.stop()
 
     # FastAPIOffline serves Swagger UI and ReDoc from the installed package: /docs works air-gapped.
     app = FastAPIOffline(

@@ -147,3 +147,104 @@ def test_threshold_change_updates_in_place(session: Session, tmp_path: Path) -> 
     )
     assert case is not None
     assert case.threshold_for("GB300") == 2.5
+
+
+# --- [[schedule]] -----------------------------------------------------------------------------
+
+SCHEDULE = SHIPPED[SHIPPED.index("[[schedule]]") :]
+
+
+def _schedule_line(key: str) -> int:
+    """The line of the shipped schedule's ``key = ...``."""
+    offset = SHIPPED.index(f"\n{key} =", SHIPPED.index("[[schedule]]"))
+    return SHIPPED.count("\n", 0, offset) + 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "field", "message"),
+    [
+        (
+            'cron = "0 2 * * *"',
+            'cron = "0 25 * * *"',
+            "cron",
+            "schedule[0].cron",
+            "invalid cron '0 25 * * *'",
+        ),
+        ('cron = "0 2 * * *"', 'cron = "0 2 * *"', "cron", "schedule[0].cron", "five fields"),
+        (
+            'timezone = "Asia/Shanghai"',
+            'timezone = "Asia/Peking"',
+            "timezone",
+            "schedule[0].timezone",
+            "unknown timezone 'Asia/Peking'",
+        ),
+        (
+            'hardware = ["H200", "GB300"]',
+            'hardware = ["H200", "B200"]',
+            "hardware",
+            "schedule[0].hardware",
+            "unknown hardware kind 'B200'",
+        ),
+        (
+            'hardware = ["H200", "GB300"]',
+            'hardware = ["H100"]',
+            "hardware",
+            "schedule[0].hardware",
+            "no case runs on it",
+        ),
+        (
+            "backfill = 10",
+            "backfill = -1",
+            "backfill",
+            "schedule[0].backfill",
+            "number of commits from 0 to 1000",
+        ),
+        ('name = "sglang-nightly"', 'name = "Nightly!"', "name", "schedule[0].name", "pattern"),
+        (
+            "backfill = 10",
+            'backfill = 10\nbranchh = "main"',
+            "backfill",
+            "schedule[0].branchh",
+            "unknown field",
+        ),
+    ],
+)
+def test_malformed_schedule_names_file_line_and_field(
+    old: str, new: str, key: str, field: str, message: str
+) -> None:
+    assert old in SCHEDULE
+    broken = SHIPPED.replace(SCHEDULE, SCHEDULE.replace(old, new, 1))
+    with pytest.raises(SuiteError) as caught:
+        parse_suite(broken, "suites/broken.toml")
+    error = caught.value
+    assert error.field == field
+    assert message in error.message
+    expected = _schedule_line(key) + (1 if field.endswith("branchh") else 0)
+    assert error.line == expected
+    assert str(error).startswith(f"suites/broken.toml:{expected}")
+
+
+def test_schedule_defaults_come_from_the_repository_and_the_cases() -> None:
+    minimal = SHIPPED.replace(SCHEDULE, '[[schedule]]\nname = "plain"\ncron = "30 1 * * 1-5"\n')
+    [plain] = parse_suite(minimal).schedules
+    assert (plain.branch, plain.timezone, plain.backfill_limit) == ("main", "UTC", 0)
+    assert plain.hardware == ["H200", "GB300"]  # every kind a case runs on, not H100
+    everything = SHIPPED.replace("backfill = 10", 'backfill = true\nbranch = "release/v0.5"')
+    [nightly] = parse_suite(everything).schedules
+    assert (nightly.branch, nightly.backfill_limit) == ("release/v0.5", 20)
+    assert parse_suite(SHIPPED.replace(SCHEDULE, "")).schedules == []
+
+
+def test_duplicate_schedule_names_are_refused(tmp_path: Path) -> None:
+    twice = SHIPPED + "\n" + SCHEDULE
+    with pytest.raises(SuiteError) as caught:
+        parse_suite(twice, "suites/broken.toml")
+    assert caught.value.field == "schedule[1].name"
+    assert "duplicate schedule name 'sglang-nightly'" in caught.value.message
+    (tmp_path / "a.toml").write_text(SHIPPED)
+    other = SHIPPED.replace('name = "sglang-diffusion"', 'name = "other-suite"', 1)
+    for old_slug in {case.slug for case in parse_suite(SHIPPED).cases}:
+        other = other.replace(f'slug = "{old_slug}"', f'slug = "x-{old_slug}"')
+    (tmp_path / "b.toml").write_text(other)
+    with pytest.raises(SuiteError, match="also in"):
+        load_suites(tmp_path)

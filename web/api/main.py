@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from web.api import alerts, cases, comparisons, hardware, jobs, results, runners, runs, series
+from web.api import (
+    alerts,
+    cases,
+    comparisons,
+    github,
+    hardware,
+    jobs,
+    nightly,
+    results,
+    runners,
+    runs,
+    series,
+)
 
 api_router = APIRouter(prefix="/api/v1")
 api_router.include_router(cases.router)
@@ -16,3 +28,5 @@ api_router.include_router(runners.router)
 api_router.include_router(jobs.router)
 api_router.include_router(alerts.router)
 api_router.include_router(comparisons.router)
+api_router.include_router(github.router)
+api_router.include_router(nightly.router)

@@ -11,6 +11,7 @@ from web.cli import (
     demo_cmd,
     logs_cmd,
     runner_cmd,
+    scheduler_cmd,
     serve_cmd,
     suites_cmd,
     token_cmd,
@@ -38,6 +39,7 @@ app.command("parse-log")(logs_cmd.parse_log)
 app.command("import-log")(logs_cmd.import_log)
 app.command("runner")(runner_cmd.runner)
 app.command("compare")(compare_cmd.compare)
+app.command("scheduler")(scheduler_cmd.scheduler)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from web.pages import account, alerts, comparisons, overview, runs, series
 from web.pages.commits import router as commits_router
 from web.pages.fleet import router as fleet_router
+from web.pages.nightly import router as nightly_router
 
 pages_router = APIRouter(include_in_schema=False)
 pages_router.include_router(overview.router)
@@ -17,3 +18,4 @@ pages_router.include_router(fleet_router)
 pages_router.include_router(account.router)
 pages_router.include_router(alerts.router)
 pages_router.include_router(comparisons.router)
+pages_router.include_router(nightly_router)

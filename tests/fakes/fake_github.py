@@ -1,0 +1,250 @@
+"""A fake GitHub REST API for the bot's tests: a small FastAPI app holding state and recording calls.
+
+It speaks the shapes the bot uses (pulls, compare, collaborators' permission, issue comments,
+reactions, statuses, App installation tokens). ``fail_next(n)`` makes the next ``n`` calls answer
+502. Use it in-process through :meth:`FakeGithub.transport` (an ``httpx.MockTransport``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import jwt
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+from fastapi.testclient import TestClient
+
+ENTERPRISE_PREFIX = "/api/v3"
+
+
+@dataclass
+class Call:
+    """One request the fake answered."""
+
+    method: str
+    path: str
+    status: int
+    authorization: str
+    body: Any
+
+
+@dataclass
+class FakeGithub:
+    """State of the fake: pulls, comments, reactions, statuses, collaborators, App installations."""
+
+    app_public_key: str | None = None
+    now: dt.datetime = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
+    installation_id: int = 7001
+    pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    merge_bases: dict[tuple[str, str], str] = field(default_factory=dict)
+    permissions: dict[tuple[str, str], str] = field(default_factory=dict)
+    comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reactions: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    issued_tokens: list[str] = field(default_factory=list)
+    _failures: int = 0
+    _failing_methods: tuple[str, ...] = ()
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(900001))
+
+    def add_pull(
+        self, repository: str, number: int, *, head_sha: str, base_ref: str = "main", merge_base: str
+    ) -> None:
+        """A pull request whose merge base with ``base_ref`` is ``merge_base``."""
+        self.pulls[(repository, number)] = {
+            "number": number,
+            "html_url": f"https://github.com/{repository}/pull/{number}",
+            "state": "open",
+            "head": {"sha": head_sha, "ref": f"feature-{number}"},
+            "base": {"ref": base_ref, "sha": merge_base},
+        }
+        self.merge_bases[(base_ref, head_sha)] = merge_base
+
+    def fail_next(self, count: int, *, methods: tuple[str, ...] = ("GET", "POST", "PATCH")) -> None:
+        """Answer the next ``count`` calls (of those methods: ``("POST", "PATCH")`` fails only writes) with 502."""
+        self._failures = count
+        self._failing_methods = methods
+
+    def comments_on(self, number: int) -> list[dict[str, Any]]:
+        """The comments of an issue or pull request, oldest first."""
+        return [comment for comment in self.comments.values() if comment["issue_number"] == number]
+
+    def calls_to(self, method: str, fragment: str) -> list[Call]:
+        """The recorded calls with that method whose path contains ``fragment``."""
+        return [call for call in self.calls if call.method == method and fragment in call.path]
+
+    def transport(self) -> httpx.MockTransport:
+        """An httpx transport that hands every request to the fake's app (GitHub Enterprise's
+        ``/api/v3`` prefix is accepted too)."""
+        client = TestClient(self.app(), raise_server_exceptions=True)
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            path = request.url.raw_path.decode().removeprefix(ENTERPRISE_PREFIX)
+            answer = client.request(
+                request.method,
+                path,
+                headers={key: value for key, value in request.headers.items() if key.lower() != "host"},
+                content=request.content,
+            )
+            return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+
+        return httpx.MockTransport(handle)
+
+    def app(self) -> FastAPI:
+        """The FastAPI app speaking GitHub's REST shapes."""
+        app = FastAPI()
+        fake = self
+
+        @app.middleware("http")
+        async def record(request: Request, call_next: Any) -> Any:
+            raw = await request.body()
+            body: Any = None
+            if raw:
+                import json
+
+                body = json.loads(raw)
+            path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            if fake._failures > 0 and request.method in fake._failing_methods:
+                fake._failures -= 1
+                fake.calls.append(
+                    Call(request.method, path, 502, request.headers.get("authorization", ""), body)
+                )
+                return JSONResponse({"message": "Bad Gateway"}, status_code=502)
+            response = await call_next(request)
+            fake.calls.append(
+                Call(
+                    request.method, path, response.status_code, request.headers.get("authorization", ""), body
+                )
+            )
+            return response
+
+        def require_installation_token(request: Request) -> None:
+            header = request.headers.get("authorization", "")
+            if fake.app_public_key is None:
+                if not header.startswith("Bearer "):
+                    raise HTTPException(401, "Requires authentication")
+                return
+            if header.removeprefix("Bearer ") not in fake.issued_tokens:
+                raise HTTPException(401, "Bad credentials")
+
+        def require_app_jwt(request: Request) -> None:
+            token = request.headers.get("authorization", "").removeprefix("Bearer ")
+            assert fake.app_public_key is not None
+            try:
+                # Checked against the fake's clock, not the machine's: tests run at a fixed time.
+                claims = jwt.decode(
+                    token,
+                    fake.app_public_key,
+                    algorithms=["RS256"],
+                    options={"verify_exp": False, "verify_iat": False},
+                )
+            except jwt.PyJWTError as error:
+                raise HTTPException(
+                    401, f"A JSON web token could not be decoded: {type(error).__name__}"
+                ) from None
+            now = fake.now.timestamp()
+            if not claims["iat"] <= now < claims["exp"] or claims["exp"] - claims["iat"] > 600:
+                raise HTTPException(401, "'Expiration time' claim ('exp') is too far in the future or past")
+
+        @app.exception_handler(HTTPException)
+        async def github_error(_request: Request, error: HTTPException) -> JSONResponse:
+            return JSONResponse({"message": error.detail}, status_code=error.status_code)
+
+        @app.post("/app/installations/{installation_id}/access_tokens", status_code=201)
+        def access_token(installation_id: int, request: Request) -> dict[str, Any]:
+            require_app_jwt(request)
+            if installation_id != fake.installation_id:
+                raise HTTPException(404, "Not Found")
+            token = f"ghs_fake{len(fake.issued_tokens) + 1:04d}"
+            fake.issued_tokens.append(token)
+            expires = dt.datetime(2026, 6, 1, 13, 0, tzinfo=dt.UTC)
+            return {"token": token, "expires_at": expires.isoformat().replace("+00:00", "Z")}
+
+        @app.get("/repos/{owner}/{name}/installation")
+        def installation(owner: str, name: str, request: Request) -> dict[str, Any]:
+            require_app_jwt(request)
+            return {"id": fake.installation_id, "account": {"login": owner}}
+
+        @app.get("/repos/{owner}/{name}/collaborators/{user}/permission")
+        def permission(owner: str, name: str, user: str, request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            level = fake.permissions.get((f"{owner}/{name}", user), "read")
+            return {"permission": level, "role_name": level, "user": {"login": user}}
+
+        @app.get("/repos/{owner}/{name}/pulls/{number}")
+        def pull(owner: str, name: str, number: int, request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            found = fake.pulls.get((f"{owner}/{name}", number))
+            if found is None:
+                raise HTTPException(404, "Not Found")
+            return found
+
+        @app.get("/repos/{owner}/{name}/compare/{basehead:path}")
+        def compare(owner: str, name: str, basehead: str, request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            base_ref, _, head = basehead.partition("...")
+            merge_base = fake.merge_bases.get((base_ref, head))
+            if merge_base is None:
+                raise HTTPException(404, "Not Found")
+            return {
+                "status": "ahead",
+                "merge_base_commit": {"sha": merge_base},
+                "base_commit": {"sha": merge_base},
+            }
+
+        @app.get("/repos/{owner}/{name}/issues/{number}/comments")
+        def list_comments(
+            owner: str, name: str, number: int, request: Request, page: int = 1, per_page: int = 30
+        ) -> list[dict[str, Any]]:
+            require_installation_token(request)
+            comments = fake.comments_on(number)
+            return comments[(page - 1) * per_page : page * per_page]
+
+        @app.post("/repos/{owner}/{name}/issues/{number}/comments", status_code=201)
+        async def create_comment(owner: str, name: str, number: int, request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            body = (await request.json())["body"]
+            comment_id = next(fake._ids)
+            comment = {
+                "id": comment_id,
+                "issue_number": number,
+                "body": body,
+                "user": {"login": "perftrack[bot]", "type": "Bot"},
+                "edits": 0,
+            }
+            fake.comments[comment_id] = comment
+            return comment
+
+        @app.patch("/repos/{owner}/{name}/issues/comments/{comment_id}")
+        async def edit_comment(owner: str, name: str, comment_id: int, request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            comment = fake.comments.get(comment_id)
+            if comment is None:
+                raise HTTPException(404, "Not Found")
+            comment["body"] = (await request.json())["body"]
+            comment["edits"] += 1
+            return comment
+
+        @app.post("/repos/{owner}/{name}/issues/comments/{comment_id}/reactions", status_code=201)
+        async def react(owner: str, name: str, comment_id: int, request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            reaction = {
+                "id": next(fake._ids),
+                "comment_id": comment_id,
+                "content": (await request.json())["content"],
+            }
+            fake.reactions.append(reaction)
+            return reaction
+
+        @app.post("/repos/{owner}/{name}/statuses/{sha}", status_code=201)
+        async def set_status(owner: str, name: str, sha: str, request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            status = {"id": next(fake._ids), "sha": sha, **(await request.json())}
+            fake.statuses.append(status)
+            return status
+
+        return app

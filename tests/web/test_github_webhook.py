@@ -1,0 +1,391 @@
+"""The GitHub webhook end to end, against a fake GitHub: signatures, redelivery, permissions,
+helpful replies, a /perf comparison reported in one comment edited in place with a commit status,
+outbox retries, cancel."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from tests.factories import job_result
+from tests.fakes.fake_github import FakeGithub
+from tests.tracker.test_comparisons import LIMITS, T0, Outcome, drive, planted, runner
+from tracker.catalog import list_current_cases
+from tracker.github.client import GithubClient
+from tracker.github.outbox import FlushReport, flush_outbox
+from tracker.github.render import marker
+from tracker.github.webhook import sign
+from tracker.ingest import ingest_job_result
+from tracker.jobs import claim_job
+from tracker.models import Arm, Comparison, ComparisonState, GithubDelivery, GithubOutbox, Job, utcnow
+from tracker.settings import Settings
+from web.api.github import get_github_client
+from web.deps import get_settings
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "github"
+SECRET = "whsec-test-0123456789"
+REPO = "sgl-project/sglang"
+PR = 43650
+MERGE_BASE = "1" * 40
+HEAD_SHA = "2" * 40
+URL = "/api/v1/github/webhook"
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return settings.model_copy(
+        update={
+            "github_webhook_secret": SecretStr(SECRET),
+            "public_url": "https://perftrack.example.org",
+            "github_allowed_users": ["trusted-friend"],
+        }
+    )
+
+
+@pytest.fixture
+def fake() -> FakeGithub:
+    fake = FakeGithub()
+    fake.add_pull(REPO, PR, head_sha=HEAD_SHA, merge_base=MERGE_BASE)
+    fake.add_pull(REPO, 43601, head_sha="3" * 40, merge_base=MERGE_BASE)
+    fake.permissions[(REPO, "maintainer-m")] = "write"
+    return fake
+
+
+@pytest.fixture
+def github(fake: FakeGithub) -> Iterator[GithubClient]:
+    client = GithubClient(
+        token="ghp_test_token", transport=fake.transport(), attempts=2, sleep=lambda _s: None
+    )
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def api(client: TestClient, github: GithubClient) -> TestClient:
+    client.app.dependency_overrides[get_github_client] = lambda: github  # type: ignore[attr-defined]
+    return client
+
+
+class Hook:
+    """Sends signed deliveries; each gets a new delivery id unless told."""
+
+    def __init__(self, api: TestClient) -> None:
+        self.api = api
+        self.count = 0
+
+    def comment(self, body: str, *, user: str = "maintainer-m", delivery: str | None = None) -> Any:
+        payload = json.loads((DATA / "issue_comment_created_pr.json").read_text())
+        payload["comment"]["body"] = body
+        payload["comment"]["user"]["login"] = user
+        payload["comment"]["id"] += self.count
+        return self.send("issue_comment", payload, delivery=delivery)
+
+    def send(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        delivery: str | None = None,
+        signature: str | None = "ok",
+    ) -> Any:
+        self.count += 1
+        raw = json.dumps(payload).encode()
+        headers = {
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery or f"delivery-{self.count}",
+            "Content-Type": "application/json",
+        }
+        if signature == "ok":
+            headers["X-Hub-Signature-256"] = sign(SECRET, raw)
+        elif signature is not None:
+            headers["X-Hub-Signature-256"] = signature
+        return self.api.post(URL, content=raw, headers=headers)
+
+
+@pytest.fixture
+def hook(api: TestClient) -> Hook:
+    return Hook(api)
+
+
+def comparisons(session: Session) -> list[Comparison]:
+    session.expire_all()
+    return list(session.scalars(select(Comparison).where(Comparison.pr_number == PR).order_by(Comparison.id)))
+
+
+def flush(session: Session, settings: Settings, github: GithubClient, later_s: float = 0) -> FlushReport:
+    return flush_outbox(
+        session=session, settings=settings, client=github, now=utcnow() + dt.timedelta(seconds=later_s)
+    )
+
+
+def test_unsigned_or_wrongly_signed_deliveries_are_refused_and_nothing_is_stored(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    payload = json.loads((DATA / "issue_comment_created_pr.json").read_text())
+    for signature in (None, "sha256=" + "0" * 64, "sha1=abc", sign("another-secret", b"{}")):
+        answer = hook.send("issue_comment", payload, signature=signature)
+        assert answer.status_code == 401
+    # Not even JSON is parsed before the signature is checked.
+    raw = b"{not json"
+    answer = hook.api.post(URL, content=raw, headers={"X-GitHub-Event": "ping", "X-GitHub-Delivery": "x"})
+    assert answer.status_code == 401
+    assert session.scalar(select(func.count()).select_from(GithubDelivery)) == 0
+    assert comparisons(session) == []
+    assert fake.calls == []
+
+
+def test_without_a_secret_the_webhook_says_it_is_not_set_up(api: TestClient, settings: Settings) -> None:
+    unset = settings.model_copy(update={"github_webhook_secret": None})
+    api.app.dependency_overrides[get_settings] = lambda: unset  # type: ignore[attr-defined]
+    answer = api.post(URL, content=b"{}", headers={"X-GitHub-Event": "ping", "X-GitHub-Delivery": "d"})
+    assert answer.status_code == 503
+    assert "PERFTRACK_GITHUB_WEBHOOK_SECRET" in answer.json()["detail"]
+
+
+def test_ping_and_other_events(hook: Hook) -> None:
+    assert hook.send("ping", json.loads((DATA / "ping.json").read_text())).json() == {"outcome": "pong"}
+    answer = hook.send("issues", json.loads((DATA / "issues_opened.json").read_text()))
+    assert answer.status_code == 202
+    assert answer.json() == {"outcome": "ignored"}
+
+
+def test_a_comment_without_a_command_does_nothing(hook: Hook, session: Session, fake: FakeGithub) -> None:
+    answer = hook.comment("LGTM, thanks!")
+    assert answer.status_code == 200
+    assert answer.json()["outcome"] == "ignored: no /perf command"
+    assert fake.calls == []
+
+
+def test_redelivery_is_handled_once(hook: Hook, session: Session, fake: FakeGithub) -> None:
+    first = hook.comment("/perf qwen-image-t2i-1024", delivery="abc-123")
+    again = hook.comment("/perf qwen-image-t2i-1024", delivery="abc-123")
+    assert first.status_code == 200
+    assert first.json()["outcome"].startswith("comparison ")
+    assert again.status_code == 200
+    assert again.json() == {"outcome": "already handled"}
+    assert len(comparisons(session)) == 1
+    assert len(fake.comments_on(PR)) == 1
+
+
+def test_users_without_write_access_get_a_polite_refusal(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    answer = hook.comment("/perf", user="drive-by")
+    assert answer.json()["outcome"] == "refused: drive-by may not run /perf"
+    assert comparisons(session) == []
+    [reply] = fake.comments_on(PR)
+    assert "Sorry @drive-by" in reply["body"]
+    assert "write access" in reply["body"]
+
+
+def test_the_allow_list_lets_a_user_in_without_write_access(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    answer = hook.comment("/perf qwen-image-t2i-1024", user="trusted-friend")
+    assert answer.json()["outcome"].startswith("comparison ")
+    assert fake.calls_to("GET", "/permission") == []
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("/perf flux-schnell", ["unknown case `flux-schnell`", "qwen-image-t2i-1024", "wan2.2-t2v-a14b"]),
+        ("/perf qwen-image-t2i-1024 on A100", ["unknown hardware `A100`", "GB300", "H200"]),
+        ("/perf qwen-image-t2i-1024 on GB300", ["does not run on GB300", "runs on H200"]),
+        ("/perf qwen-image-t2i-1024 with #99999", ["#99999 does not exist"]),
+        ("/perf qwen-image-t2i-1024 rounds many", ["whole number", "/perf help"]),
+    ],
+)
+def test_wrong_commands_get_a_helpful_reply(
+    hook: Hook, session: Session, fake: FakeGithub, command: str, expected: list[str]
+) -> None:
+    answer = hook.comment(command)
+    assert answer.status_code == 200
+    assert comparisons(session) == []
+    [reply] = fake.comments_on(PR)
+    for fragment in expected:
+        assert fragment in reply["body"]
+
+
+def test_help(hook: Hook, fake: FakeGithub) -> None:
+    hook.comment("/perf help")
+    [reply] = fake.comments_on(PR)
+    assert "/perf cancel" in reply["body"]
+    assert [reaction["content"] for reaction in fake.reactions] == ["+1"]
+
+
+def test_default_command_measures_every_case_of_the_repository(hook: Hook, session: Session) -> None:
+    hook.comment("/perf")
+    [comparison] = comparisons(session)
+    expected = {
+        case.slug
+        for case in list_current_cases(session=session)
+        if case.repository_id == comparison.repository_id
+    }
+    assert {result.case.slug for result in comparison.results} == expected
+
+
+def _with_flushes(
+    session: Session, settings: Settings, github: GithubClient, outcome: Callable[[Job], Outcome]
+) -> Callable[[Job], Outcome]:
+    """Flush the outbox before each job runs, as the periodic flush would between runs."""
+
+    def run(job: Job) -> Outcome:
+        flush(session, settings, github)
+        return outcome(job)
+
+    return run
+
+
+@pytest.mark.parametrize(("change_pct", "final_state"), [(10.0, "failure"), (0.0, "success")])
+def test_perf_compares_the_pr_on_its_merge_base_and_reports_in_one_comment(
+    hook: Hook,
+    session: Session,
+    settings: Settings,
+    github: GithubClient,
+    fake: FakeGithub,
+    change_pct: float,
+    final_state: str,
+) -> None:
+    answer = hook.comment("Please measure.\n/perf qwen-image-t2i-1024 on H200 rounds 2 with #43601")
+    assert answer.status_code == 200
+    [comparison] = comparisons(session)
+    assert comparison.github_repository == REPO
+    assert comparison.head_sha == HEAD_SHA
+    assert comparison.requested_by == "maintainer-m"
+    assert comparison.command == "/perf qwen-image-t2i-1024 on H200 rounds 2 with #43601"
+    assert comparison.pr_url == f"https://github.com/{REPO}/pull/{PR}"
+    base, head = comparison.base_candidate, comparison.head_candidate
+    assert base.base_commit.sha == head.base_commit.sha == MERGE_BASE
+    assert [patch.ref for patch in base.patches] == ["refs/pull/43601/head"]
+    assert [patch.ref for patch in head.patches] == ["refs/pull/43601/head", f"refs/pull/{PR}/head"]
+
+    # The background flush after the webhook posted the comment, the reaction and a pending status.
+    [comment] = fake.comments_on(PR)
+    assert marker(comparison.id) in comment["body"]
+    assert "queued" in comment["body"]
+    assert "#43601" in comment["body"]
+    assert comparison.github_comment_id == comment["id"]
+    assert [reaction["content"] for reaction in fake.reactions] == ["eyes"]
+    assert [status["state"] for status in fake.statuses] == ["pending"]
+    assert fake.statuses[0]["context"] == "perftrack/perf"
+    assert fake.statuses[0]["target_url"] == f"https://perftrack.example.org/comparisons/{comparison.id}"
+
+    drive(session, _with_flushes(session, settings, github, planted(change_pct)))
+    flush(session, settings, github)
+
+    [comment] = fake.comments_on(PR)  # still one comment, edited in place
+    assert comment["edits"] >= 2
+    session.refresh(comparison)
+    assert comparison.state is ComparisonState.DONE
+    verdict = "regression" if final_state == "failure" else "no change"
+    assert verdict in comment["body"]
+    assert "done" in comment["body"]
+    assert "| `qwen-image-t2i-1024` |" in comment["body"]
+    assert "#### H200" in comment["body"]
+    assert "https://perftrack.example.org/runs/" in comment["body"]
+    states = [status["state"] for status in fake.statuses]
+    assert states[0] == "pending"
+    assert states[-1] == final_state
+    assert {status["sha"] for status in fake.statuses} == {HEAD_SHA}
+    assert all(row.done_at is not None for row in session.scalars(select(GithubOutbox)))
+
+
+def test_compile_counters_show_when_they_differ(
+    hook: Hook, session: Session, settings: Settings, github: GithubClient, fake: FakeGithub
+) -> None:
+    hook.comment("/perf qwen-image-t2i-1024")
+    agent = runner(session)
+    while (job := claim_job(session=session, runner=agent, now=T0)) is not None:
+        breaks = 120 if job.arm is Arm.HEAD else 0
+        value = 33.0 if job.arm is Arm.HEAD else 30.0
+        result = job_result(job.attempts, step_times_ms=[value] * 3, compile={"graph_breaks": breaks})
+        ingest_job_result(session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0)
+    flush(session, settings, github)
+    [comment] = fake.comments_on(PR)
+    assert "graph breaks 0 → 120" in comment["body"]
+
+
+def test_outbox_retries_after_github_fails(
+    hook: Hook, session: Session, settings: Settings, github: GithubClient, fake: FakeGithub
+) -> None:
+    fake.fail_next(100, methods=("POST", "PATCH"))  # reads work, every write answers 502
+    assert hook.comment("/perf qwen-image-t2i-1024").status_code == 200
+    rows = list(session.scalars(select(GithubOutbox).order_by(GithubOutbox.id)))
+    assert [row.kind for row in rows] == ["reaction", "comment", "status"]
+    for row in rows:
+        assert row.done_at is None
+        assert row.attempts == 1
+        assert row.last_error is not None
+        assert "502" in row.last_error
+        assert "ghp_test_token" not in row.last_error
+        assert row.next_attempt_at is not None
+    assert fake.comments_on(PR) == []
+
+    fake.fail_next(0)
+    assert flush(session, settings, github) == FlushReport()  # not due yet: backoff
+    assert flush(session, settings, github, later_s=120) == FlushReport(sent=3)
+    assert len(fake.comments_on(PR)) == 1
+    assert len(fake.statuses) == 1
+    assert len(fake.reactions) == 1
+    [comparison] = comparisons(session)
+    assert comparison.github_comment_id == fake.comments_on(PR)[0]["id"]
+
+
+def test_a_lost_comment_id_is_found_again_by_its_marker(
+    hook: Hook, session: Session, settings: Settings, github: GithubClient, fake: FakeGithub
+) -> None:
+    hook.comment("/perf qwen-image-t2i-1024")
+    [comparison] = comparisons(session)
+    comparison.github_comment_id = None
+    session.commit()
+    drive(session, planted(10.0))
+    flush(session, settings, github)
+    [comment] = fake.comments_on(PR)
+    assert comment["edits"] == 1
+    session.refresh(comparison)
+    assert comparison.github_comment_id == comment["id"]
+
+
+def test_perf_cancel(hook: Hook, session: Session, fake: FakeGithub) -> None:
+    hook.comment("/perf qwen-image-t2i-1024")
+    answer = hook.comment("/perf cancel")
+    [comparison] = comparisons(session)
+    assert answer.json()["outcome"] == f"comparison {comparison.id} cancelled"
+    assert comparison.state is ComparisonState.CANCELLED
+    [comment] = fake.comments_on(PR)
+    assert "cancelled" in comment["body"]
+    assert [status["state"] for status in fake.statuses] == ["pending", "error"]
+    assert [reaction["content"] for reaction in fake.reactions] == ["eyes", "+1"]
+    again = hook.comment("/perf cancel")
+    assert again.json()["outcome"] == "cancel: nothing to cancel"
+
+
+def test_a_github_outage_while_reading_answers_502_and_is_not_recorded(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    fake.fail_next(100)
+    answer = hook.comment("/perf qwen-image-t2i-1024", delivery="outage-1")
+    assert answer.status_code == 502
+    assert "ghp_test_token" not in answer.text
+    assert session.scalar(select(func.count()).select_from(GithubDelivery)) == 0
+    fake.fail_next(0)
+    assert hook.comment("/perf qwen-image-t2i-1024", delivery="outage-1").status_code == 200
+    assert len(comparisons(session)) == 1
+
+
+def test_payload_files_are_github_shaped() -> None:
+    payload = json.loads((DATA / "issue_comment_created_pr.json").read_text())
+    assert payload["action"] == "created"
+    assert "pull_request" in payload["issue"]
+    assert copy.deepcopy(payload)["installation"]["id"] == 7001

@@ -1,0 +1,136 @@
+"""The bot's one comment on a pull request: Markdown, rendered from a comparison's current state."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from tracker.comparison_views import ComparisonView, ResultView
+from tracker.models import Candidate, ComparisonState, Verdict
+
+_VERDICT = {
+    Verdict.PENDING: "⏳ pending",
+    Verdict.REGRESSION: "🔴 regression",
+    Verdict.IMPROVEMENT: "🟢 improvement",
+    Verdict.NO_CHANGE: "⚪ no change",
+    Verdict.INCONCLUSIVE: "🟡 inconclusive",
+}
+_STATE = {
+    ComparisonState.PENDING: "⏳ queued: waiting for a runner",
+    ComparisonState.RUNNING: "🏃 running",
+    ComparisonState.DONE: "✅ done",
+    ComparisonState.FAILED: "❌ failed: no arm measured anything",
+    ComparisonState.CANCELLED: "🚫 cancelled",
+}
+
+
+def marker(comparison_id: int) -> str:
+    """The hidden marker that finds the bot's comment of a comparison again."""
+    return f"<!-- perftrack:comparison:{comparison_id} -->"
+
+
+def comparison_link(public_url: str | None, comparison_id: int) -> str | None:
+    """The dashboard page of a comparison, when the dashboard's public URL is known."""
+    return f"{public_url.rstrip('/')}/comparisons/{comparison_id}" if public_url else None
+
+
+def render_comment(view: ComparisonView, *, public_url: str | None) -> str:
+    """The whole comment: state, one table per hardware kind, compile counters, command, candidates."""
+    comparison = view.comparison
+    lines = [
+        marker(comparison.id),
+        f"### perftrack: comparison {comparison.id} — {_STATE[comparison.state]}",
+        "",
+    ]
+    link = comparison_link(public_url, comparison.id)
+    if link:
+        lines += [f"Details: [{link}]({link})", ""]
+    by_hardware: dict[str, list[ResultView]] = {}
+    for result in view.results:
+        by_hardware.setdefault(result.result.hardware_kind.name, []).append(result)
+    for hardware, results in by_hardware.items():
+        lines += [
+            f"#### {hardware}",
+            "",
+            "| case | base | this PR | change | 95 % CI | verdict | rounds |",
+            "|---|---:|---:|---:|---|---|---:|",
+        ]
+        lines += [_row(result, public_url) for result in results]
+        lines.append("")
+        notes = [_note(result) for result in results if result.result.note]
+        lines += [note for note in notes if note]
+        if notes:
+            lines.append("")
+    counters = [line for result in view.results if (line := _compile_counters(result))]
+    if counters:
+        lines += ["**Compile counters differ between the arms:**", "", *counters, ""]
+    lines += [
+        "Values are median denoise step times (ms), head vs base over interleaved rounds.",
+        "",
+        f"- Command: `{comparison.command or '/perf'}`"
+        + (f" by @{comparison.requested_by}" if comparison.requested_by else ""),
+        f"- Base: {_candidate(comparison.base_candidate)}",
+        f"- This PR: {_candidate(comparison.head_candidate)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _row(view: ResultView, public_url: str | None) -> str:
+    result = view.result
+    base = _ms(result.base_value)
+    head = _ms(result.head_value)
+    change = f"{result.change_pct:+.2f} %" if result.change_pct is not None else "—"
+    if result.ci_low_pct is not None and result.ci_high_pct is not None:
+        interval = f"[{result.ci_low_pct:+.2f}, {result.ci_high_pct:+.2f}] %"
+    else:
+        interval = "—"
+    scheduled = len(view.rounds)
+    rounds = f"{result.rounds_done}/{scheduled}"
+    if public_url:
+        runs = _run_links(view, public_url)
+        if runs:
+            rounds = f"{rounds} ({runs})"
+    return f"| `{result.case.slug}` | {base} | {head} | {change} | {interval} | {_VERDICT[result.verdict]} | {rounds} |"
+
+
+def _note(view: ResultView) -> str:
+    return f"- `{view.result.case.slug}`: {view.result.note}"
+
+
+def _run_links(view: ResultView, public_url: str) -> str:
+    base_url = public_url.rstrip("/")
+    links = []
+    for round_view in view.rounds:
+        for label, arm in (("A", round_view.base), ("B", round_view.head)):
+            if arm.run is not None:
+                links.append(f"[{label}{round_view.round}]({base_url}/runs/{arm.run.id})")
+    return " ".join(links)
+
+
+def _compile_counters(view: ResultView) -> str | None:
+    base = _median([round_view.base.run.graph_breaks for round_view in view.rounds if round_view.base.run])
+    head = _median([round_view.head.run.graph_breaks for round_view in view.rounds if round_view.head.run])
+    if base is None or head is None or base == head:
+        return None
+    hardware = view.result.hardware_kind.name
+    return f"- `{view.result.case.slug}` on {hardware}: graph breaks {_count(base)} → {_count(head)}"
+
+
+def _median(values: Sequence[int | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return float(statistics.median(known)) if known else None
+
+
+def _count(value: float) -> str:
+    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:.1f} ms" if value is not None else "—"
+
+
+def _candidate(candidate: Candidate) -> str:
+    parts = [f"`{candidate.base_commit.sha[:12]}`"]
+    for patch in candidate.patches:
+        parts.append(f"#{patch.pr_number}" if patch.pr_number is not None else f"`{patch.ref[:12]}`")
+    return " + ".join(parts)

@@ -1,0 +1,118 @@
+"""What the nightly page and ``GET /api/v1/nightly`` show: per schedule, its latest runs, what
+they queued, which jobs failed, and the alerts created since each run."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from tracker.models import Alert, Candidate, Case, Commit, Job, JobReason, JobState, NightlyRun
+
+
+@dataclass(frozen=True)
+class FailedJob:
+    """A nightly job that failed: which series and why."""
+
+    job_id: int
+    case_slug: str
+    hardware: str
+    reason: str
+
+
+@dataclass
+class NightlyRunView:
+    """One nightly run with its jobs' progress and the alerts that followed it."""
+
+    run: NightlyRun
+    commit_title: str = ""
+    jobs_by_state: dict[str, int] = field(default_factory=dict)
+    failed_jobs: list[FailedJob] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No error and no failed job."""
+        return self.run.error is None and not self.failed_jobs
+
+
+@dataclass
+class ScheduleSummary:
+    """A schedule's latest runs, newest first."""
+
+    schedule: str
+    runs: list[NightlyRunView]
+
+
+def nightly_summary(
+    *, session: Session, runs_per_schedule: int = 5, alert_limit: int = 50
+) -> list[ScheduleSummary]:
+    """Every schedule that has fired, by name, with its latest ``runs_per_schedule`` runs."""
+    names = session.scalars(select(NightlyRun.schedule).distinct().order_by(NightlyRun.schedule)).all()
+    summaries = []
+    for name in names:
+        runs = session.scalars(
+            select(NightlyRun)
+            .where(NightlyRun.schedule == name)
+            .order_by(NightlyRun.fired_at.desc(), NightlyRun.id.desc())
+            .limit(runs_per_schedule)
+        ).all()
+        views = []
+        until: dt.datetime | None = None
+        for run in runs:  # newest first: each run owns the alerts created until the next one
+            views.append(_view(session=session, run=run, until=until, alert_limit=alert_limit))
+            until = run.fired_at
+        summaries.append(ScheduleSummary(schedule=name, runs=views))
+    return summaries
+
+
+def _view(
+    *, session: Session, run: NightlyRun, until: dt.datetime | None, alert_limit: int
+) -> NightlyRunView:
+    view = NightlyRunView(run=run)
+    suite = (run.details or {}).get("suite")
+    if run.commit_sha and run.repository_id is not None:
+        commit = session.scalar(
+            select(Commit).where(Commit.repository_id == run.repository_id, Commit.sha == run.commit_sha)
+        )
+        if commit is not None:
+            view.commit_title = commit.title
+            jobs = session.scalars(
+                select(Job)
+                .join(Candidate, Candidate.id == Job.candidate_id)
+                .where(
+                    Candidate.base_commit_id == commit.id,
+                    Candidate.patch_count == 0,
+                    Job.reason == JobReason.NIGHTLY,
+                )
+                .options(selectinload(Job.case), selectinload(Job.hardware_kind))
+                .order_by(Job.id)
+            ).all()
+            view.jobs_by_state = dict(Counter(job.state.value for job in jobs))
+            view.failed_jobs = [
+                FailedJob(
+                    job_id=job.id,
+                    case_slug=job.case.slug,
+                    hardware=job.hardware_kind.name,
+                    reason=job.failure_reason or "",
+                )
+                for job in jobs
+                if job.state is JobState.FAILED
+            ]
+    query = (
+        select(Alert)
+        .join(Case, Case.id == Alert.case_id)
+        .where(Alert.created_at >= run.fired_at)
+        .options(selectinload(Alert.case), selectinload(Alert.hardware_kind))
+        .order_by(Alert.created_at.desc(), Alert.id.desc())
+        .limit(alert_limit)
+    )
+    if until is not None:
+        query = query.where(Alert.created_at < until)
+    if isinstance(suite, str):
+        query = query.where(Case.suite == suite)
+    view.alerts = list(session.scalars(query))
+    return view
