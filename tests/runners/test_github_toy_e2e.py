@@ -1,0 +1,179 @@
+"""The /perf bot end to end: a signed PR comment on the fake GitHub makes the live tracker compare
+the toy repository's PR #102 (stacked on #101) with its merge base, a real CPU runner measures the
+interleaved rounds, and the one bot comment goes from queued to a finished table while the commit
+status follows the verdict. An unsigned copy of the webhook is refused and changes nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+from sqlalchemy import func, select
+
+from runners.agent import Agent, AgentConfig
+from runners.candidates import CandidateBuilder
+from runners.client import TrackerClient
+from runners.toy import ToyRepository, create_toy_repository
+from runners.workloads.registry import default_workloads
+from tests.fakes.fake_github import FakeGithub
+from tests.live import live_server, serve_asgi
+from tracker import db
+from tracker.github.client import client_from_settings
+from tracker.github.outbox import flush_outbox
+from tracker.github.webhook import sign
+from tracker.models import Comparison, TokenRole
+from tracker.settings import Settings
+from tracker.tokens import create_token
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+TOY_SUITE = ROOT / "runners" / "toy" / "toy-suite.toml"
+PAYLOAD = ROOT / "tests" / "data" / "github" / "issue_comment_created_pr.json"
+SECRET = "whsec-e2e-0123456789abcdef"
+REPO = "toydit/toydit"
+CASE = "toy-dit-t2i-256-offload-compile"
+
+
+@dataclass
+class Stack:
+    url: str
+    fake: FakeGithub
+    settings: Settings
+    runner_token: str
+    toy: ToyRepository
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    root = tmp_path_factory.mktemp("github-e2e")
+    toy = create_toy_repository(root / "toy-repo")
+    suites = root / "suites"
+    suites.mkdir()
+    (suites / "toy.toml").write_text(TOY_SUITE.read_text().replace("{toy_repo}", str(toy.path)))
+    fake = FakeGithub()
+    pr102 = next(pr for pr in toy.pull_requests if pr.number == 102)
+    pr101 = next(pr for pr in toy.pull_requests if pr.number == 101)
+    fake.add_pull(REPO, 102, head_sha=pr102.head_sha, merge_base=pr102.base_sha)
+    fake.add_pull(REPO, 101, head_sha=pr101.head_sha, merge_base=pr101.base_sha)
+    with serve_asgi(fake.app()) as github_url:
+        settings = Settings(
+            database_url=f"sqlite:///{root / 'tracker.db'}",
+            data_dir=root,
+            suite_dir=suites,
+            environment="development",
+            lease_seconds=120,
+            github_api_url=github_url,
+            github_token=SecretStr("ghp_e2e_token_not_real_0000"),
+            github_webhook_secret=SecretStr(SECRET),
+            github_allowed_users=["mira"],
+            public_url="http://perftrack.test",
+        )
+        with live_server(settings) as url:
+            engine = db.make_engine(settings.effective_database_url)
+            with db.session_scope(db.make_session_factory(engine)) as session:
+                token = create_token(session=session, name="e2e-runner", role=TokenRole.RUNNER).secret
+            engine.dispose()
+            yield Stack(url=url, fake=fake, settings=settings, runner_token=token, toy=toy)
+
+
+def _webhook(body: str, delivery: str) -> dict[str, Any]:
+    payload = json.loads(PAYLOAD.read_text())
+    event = copy.deepcopy(payload)
+    event.pop("installation", None)  # a personal token here, not an App
+    event["repository"]["full_name"] = REPO
+    event["repository"]["name"] = "toydit"
+    event["repository"]["owner"]["login"] = "toydit"
+    event["issue"]["number"] = 102
+    event["comment"]["body"] = body
+    event["comment"]["user"]["login"] = "mira"
+    event["sender"]["login"] = "mira"
+    return {"delivery": delivery, "content": json.dumps(event).encode()}
+
+
+def _post(stack: Stack, hook: dict[str, Any], signed: bool = True) -> httpx.Response:
+    headers = {
+        "X-GitHub-Event": "issue_comment",
+        "X-GitHub-Delivery": hook["delivery"],
+        "Content-Type": "application/json",
+    }
+    if signed:
+        headers["X-Hub-Signature-256"] = sign(SECRET, hook["content"])
+    return httpx.post(
+        stack.url + "/api/v1/github/webhook", content=hook["content"], headers=headers, timeout=60
+    )
+
+
+def _wait_for_comments(stack: Stack) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 20
+    while not stack.fake.comments_on(102) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [dict(comment) for comment in stack.fake.comments_on(102)]
+
+
+def _comparisons(stack: Stack) -> int:
+    engine = db.make_engine(stack.settings.effective_database_url)
+    with db.make_session_factory(engine)() as session:
+        count = session.scalar(select(func.count()).select_from(Comparison)) or 0
+    engine.dispose()
+    return count
+
+
+def test_an_unsigned_webhook_is_refused_and_changes_nothing(stack: Stack) -> None:
+    hook = _webhook(f"/perf {CASE} on cpu rounds 2 with #101", "e2e-unsigned")
+    response = _post(stack, hook, signed=False)
+    assert response.status_code == 401
+    assert _comparisons(stack) == 0
+    assert stack.fake.comments_on(102) == []
+
+
+def test_perf_comment_is_measured_by_a_cpu_runner_and_reported_in_one_comment(
+    stack: Stack, tmp_path: Path
+) -> None:
+    hook = _webhook(f"/perf {CASE} on cpu rounds 2 with #101", "e2e-perf-1")
+    response = _post(stack, hook)
+    assert response.status_code in (200, 202), response.text
+    assert _comparisons(stack) == 1
+    [queued] = _wait_for_comments(stack)  # posted from the outbox right after the answer
+    assert "<!-- perftrack:comparison:" in queued["body"]
+    first_body = queued["body"]
+
+    client = TrackerClient(stack.url, stack.runner_token, retries=5, backoff_s=0.5)
+    agent = Agent(
+        AgentConfig(name="e2e-cpu", hardware="cpu", gpus=1, workdir=tmp_path / "runner", poll_interval_s=0.2),
+        client,
+        CandidateBuilder(tmp_path / "runner"),
+        default_workloads(cache_dir=tmp_path / "runner" / "cache"),
+    )
+    try:
+        agent.run(once=True)
+    finally:
+        client.close()
+    engine = db.make_engine(stack.settings.effective_database_url)
+    sessions = db.make_session_factory(engine)
+    with sessions() as session:
+        github = client_from_settings(stack.settings)
+        assert github is not None
+        flush_outbox(session=session, settings=stack.settings, client=github)
+        comparison = session.scalars(select(Comparison)).one()
+        verdicts = [result.verdict.value for result in comparison.results]
+        state = comparison.state.value
+    engine.dispose()
+
+    [final] = stack.fake.comments_on(102)  # still one comment: edited in place
+    assert final["id"] == queued["id"]
+    assert final["body"] != first_body
+    assert state == "done"
+    assert CASE in final["body"]
+    assert any(verdict in final["body"] for verdict in verdicts)
+    assert "#101" in final["body"]
+    statuses = [call.body for call in stack.fake.calls_to("POST", "/statuses/")]
+    assert statuses[0]["state"] == "pending"
+    expected = "failure" if "regression" in verdicts else "success"
+    assert statuses[-1]["state"] == expected
