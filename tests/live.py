@@ -25,21 +25,8 @@ def free_port() -> int:
 @contextmanager
 def live_server(settings: Settings) -> Iterator[str]:
     """Serve ``create_app(settings)`` (start-up migration and suite sync included); yield its URL."""
-    port = free_port()
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_asgi(create_app(settings)) as url:
+        yield url
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from tracker.alert_log import ACTOR, record
 from tracker.history import GitHistory, HistoryUnavailable, stored_first_parent_range
-from tracker.jobs import PRIORITY, enqueue_job
+from tracker.jobs import enqueue_job
 from tracker.models import (
     Alert,
     BisectionStep,
@@ -187,7 +187,6 @@ def _measure(session: Session, alert: Alert, step: BisectionStep, *, again: bool
         case=alert.case,
         hardware=alert.hardware_kind,
         reason=JobReason.BISECT,
-        priority=PRIORITY[JobReason.BISECT],
         purpose=f"alert{alert.id}" + (f":again{step.commit.id}" if again else ""),
         requested_by=ACTOR,
         alert_id=alert.id,

@@ -19,22 +19,16 @@ from tracker.abstats import NoisePrior, RoundValues, calibrate_aa
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.models import (
     Calibration,
-    Candidate,
     Case,
-    Commit,
     Comparison,
     HardwareKind,
-    Job,
-    Run,
-    RunStatus,
 )
 from tracker.noise import run_to_run_noise
+from tracker.series_state import latest_calibration, load_series_runs
 
 # A long history should not drown the comparison's own rounds: the prior counts as at most this
 # many degrees of freedom.
 MAX_PRIOR_DOF = 20
-# Runs read for the series' noise (newest first); run_to_run_noise keeps the newest 100 commits.
-_NOISE_RUNS = 500
 # Comparison sizes an A/A calibration reports (besides its own round count).
 CALIBRATION_ROUND_COUNTS = (2, 4, 8)
 
@@ -49,10 +43,8 @@ class JudgedAgainst:
     prior_source: str | None
 
 
-def judged_against(
-    *, session: Session, case: Case, hardware: HardwareKind, rounds: int, exclude_comparison_id: int | None
-) -> JudgedAgainst:
-    """Threshold and noise prior for ``rounds`` completed rounds of ``case`` on ``hardware``.
+def judged_against(*, session: Session, case: Case, hardware: HardwareKind) -> JudgedAgainst:
+    """Threshold and noise prior for comparisons of ``case`` on ``hardware``.
 
     The prior is the newest A/A calibration's per-arm noise when there is one (it measured exactly
     this: the same build twice, in rounds, on this hardware), else the series' run-to-run noise.
@@ -60,7 +52,6 @@ def judged_against(
     interval already carries the noise, so a noisy setup gives wide intervals and inconclusive
     verdicts (and more rounds), never a "no change" within some inflated band.
     """
-    del rounds  # the interval's width, not the threshold, depends on the number of rounds
     calibration = latest_calibration(session=session, case=case, hardware=hardware)
     prior: NoisePrior | None
     if calibration is not None and calibration.rounds > 1:
@@ -69,9 +60,7 @@ def judged_against(
         )
         prior_source: str | None = "calibration"
     else:
-        prior = series_noise_prior(
-            session=session, case=case, hardware=hardware, exclude_comparison_id=exclude_comparison_id
-        )
+        prior = series_noise_prior(session=session, case=case, hardware=hardware)
         prior_source = "series" if prior is not None else None
     return JudgedAgainst(
         threshold_pct=case.threshold_for(hardware.name),
@@ -81,38 +70,14 @@ def judged_against(
     )
 
 
-def series_noise_prior(
-    *, session: Session, case: Case, hardware: HardwareKind, exclude_comparison_id: int | None = None
-) -> NoisePrior | None:
-    """Run-to-run noise of the series (plain-commit runs) as a prior, or ``None`` without history.
+def series_noise_prior(*, session: Session, case: Case, hardware: HardwareKind) -> NoisePrior | None:
+    """Run-to-run noise of the series as a prior, or ``None`` without history.
 
-    Runs of the comparison being judged are left out, so its rounds are not counted twice;
-    runs excluded from detection (refuted outliers) are left out too.
+    The series is what detection reads (:func:`tracker.series_state.load_series_runs`): plain-commit
+    runs outside comparisons, refuted outliers left out, so a comparison's own rounds never count.
     """
-    query = (
-        select(Run.commit_id, Run.denoise_step_ms)
-        .join(Candidate, Candidate.id == Run.candidate_id)
-        .join(Commit, Commit.id == Run.commit_id)
-        .where(
-            Run.case_id == case.id,
-            Run.hardware_kind_id == hardware.id,
-            Run.status == RunStatus.OK,
-            Run.denoise_step_ms.is_not(None),
-            Run.denoise_step_ms > 0,
-            Run.excluded_reason.is_(None),
-            Candidate.patch_count == 0,
-        )
-        .order_by(Commit.committed_at.desc(), Run.id.desc())
-        .limit(_NOISE_RUNS)
-    )
-    if exclude_comparison_id is not None:
-        own_jobs = select(Job.id).where(Job.comparison_id == exclude_comparison_id)
-        query = query.where((Run.job_id.is_(None)) | Run.job_id.not_in(own_jobs))
-    per_commit: dict[int, list[float]] = {}
-    for commit_id, value in reversed(session.execute(query).all()):
-        if value is not None:  # the query filters them out; the type does not know
-            per_commit.setdefault(commit_id, []).append(value)
-    estimate = run_to_run_noise(list(per_commit.values()))
+    commits = load_series_runs(session=session, case=case, hardware=hardware)
+    estimate = run_to_run_noise([[run.value for run in entry.runs] for entry in commits])
     if estimate is None:
         return None
     return NoisePrior(noise_pct=estimate.cv_pct, dof=min(estimate.differences, MAX_PRIOR_DOF))
@@ -149,16 +114,6 @@ def store_calibration(
     session.add(calibration)
     session.flush()
     return measured.outlier_rounds
-
-
-def latest_calibration(*, session: Session, case: Case, hardware: HardwareKind) -> Calibration | None:
-    """The newest calibration of a case version on a hardware kind, if any."""
-    return session.scalar(
-        select(Calibration)
-        .where(Calibration.case_id == case.id, Calibration.hardware_kind_id == hardware.id)
-        .order_by(Calibration.created_at.desc(), Calibration.id.desc())
-        .limit(1)
-    )
 
 
 def list_calibrations(

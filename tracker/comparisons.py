@@ -23,7 +23,7 @@ from tracker.calibration import judged_against, store_calibration
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.comparison_views import RoundView, rounds_of
 from tracker.errors import Conflict, InvalidInput, NotFound
-from tracker.jobs import PRIORITY, cancel_job, enqueue_job
+from tracker.jobs import cancel_job, enqueue_job
 from tracker.models import (
     Arm,
     Candidate,
@@ -121,9 +121,7 @@ def create_comparison(
     )
     session.add(comparison)
     for case, kind in pairs:
-        judged = judged_against(
-            session=session, case=case, hardware=kind, rounds=rounds, exclude_comparison_id=None
-        )
+        judged = judged_against(session=session, case=case, hardware=kind)
         comparison.results.append(
             ComparisonResult(
                 case=case,
@@ -196,7 +194,7 @@ def cancel_comparison(
         if result.verdict is not Verdict.PENDING:
             continue
         rounds = table.get((result.case_id, result.hardware_kind_id), [])
-        stats = _judge(session=session, comparison=comparison, result=result, rounds=rounds, now=now)
+        stats = _judge(session=session, result=result, rounds=rounds, now=now)
         result.verdict = Verdict.INCONCLUSIVE
         so_far = f"; so far: {stats.reason}" if stats is not None else ""
         result.note = f"cancelled after {result.rounds_done} of {len(rounds)} rounds ({reason}){so_far}"
@@ -282,7 +280,7 @@ def _refresh(
     now: dt.datetime,
 ) -> None:
     """Recompute one result; schedule more rounds when all ended inconclusive below the cap."""
-    stats = _judge(session=session, comparison=comparison, result=result, rounds=rounds, now=now)
+    stats = _judge(session=session, result=result, rounds=rounds, now=now)
     scheduled = len(rounds)
     failures = _failures(rounds)
     if not all(view.ended for view in rounds):
@@ -320,20 +318,13 @@ def _refresh(
 def _judge(
     *,
     session: Session,
-    comparison: Comparison,
     result: ComparisonResult,
     rounds: list[RoundView],
     now: dt.datetime,
 ) -> ComparisonStats | None:
     """Fill a result's numbers from its usable rounds; ``None`` when there is none."""
     usable = [view.values() for view in rounds if view.usable]
-    judged = judged_against(
-        session=session,
-        case=result.case,
-        hardware=result.hardware_kind,
-        rounds=len(usable),
-        exclude_comparison_id=comparison.id,
-    )
+    judged = judged_against(session=session, case=result.case, hardware=result.hardware_kind)
     result.rounds_done = len(usable)
     result.rounds_failed = sum(1 for view in rounds if view.ended and not view.usable)
     result.threshold_pct = judged.threshold_pct
@@ -376,7 +367,6 @@ def _enqueue_round(
             case=case,
             hardware=hardware,
             reason=JobReason.PR,
-            priority=PRIORITY[JobReason.PR],
             purpose=f"cmp{comparison.id}:r{round_number}:{arm.value}",
             requested_by=comparison.requested_by,
             comparison_id=comparison.id,

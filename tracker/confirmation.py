@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.alert_log import ACTOR, record
-from tracker.jobs import PRIORITY, enqueue_job
+from tracker.jobs import enqueue_job
 from tracker.models import (
     Alert,
     AlertStatus,
@@ -57,7 +57,6 @@ def enqueue_confirmation(context: SeriesScope, alert: Alert) -> None:
             case=context.case,
             hardware=context.hardware,
             reason=JobReason.CONFIRM,
-            priority=PRIORITY[JobReason.CONFIRM],
             purpose=f"alert{alert.id}",
             requested_by=ACTOR,
             alert_id=alert.id,

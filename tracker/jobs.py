@@ -66,7 +66,7 @@ def enqueue_job(
     case: Case,
     hardware: HardwareKind,
     reason: JobReason,
-    priority: int = 0,
+    priority: int | None = None,
     max_attempts: int = 3,
     purpose: str = "",
     requested_by: str = "",
@@ -75,7 +75,10 @@ def enqueue_job(
     arm: Arm | None = None,
     alert_id: int | None = None,
 ) -> Enqueued:
-    """Queue a job unless the same one (candidate, case, hardware, reason, purpose) exists."""
+    """Queue a job unless the same one (candidate, case, hardware, reason, purpose) exists.
+
+    ``priority`` defaults to the reason's place in the queue (:data:`PRIORITY`).
+    """
     if case.num_gpus < 1:
         raise InvalidInput("case", f"case {case.slug!r} needs at least one GPU slot")
     key = job_key(candidate=candidate, case=case, hardware=hardware, reason=reason, purpose=purpose)
@@ -89,7 +92,7 @@ def enqueue_job(
         hardware_kind=hardware,
         num_gpus=case.num_gpus,
         reason=reason,
-        priority=priority,
+        priority=PRIORITY[reason] if priority is None else priority,
         state=JobState.QUEUED,
         max_attempts=max_attempts,
         attempt_history=[],

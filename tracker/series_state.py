@@ -13,9 +13,19 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.calibration import latest_calibration
 from tracker.changepoints import Detection, DetectorConfig, detect_changes, noise_threshold_pct
-from tracker.models import Alert, Candidate, Case, Commit, HardwareKind, Job, Run, RunSource, RunStatus
+from tracker.models import (
+    Alert,
+    Calibration,
+    Candidate,
+    Case,
+    Commit,
+    HardwareKind,
+    Job,
+    Run,
+    RunSource,
+    RunStatus,
+)
 
 LOOKBACK_COMMITS = 200
 
@@ -78,6 +88,16 @@ def load_series_runs(
     return [
         SeriesCommit(commit=commits[commit_id], runs=runs) for commit_id, runs in reversed(grouped.items())
     ]
+
+
+def latest_calibration(*, session: Session, case: Case, hardware: HardwareKind) -> Calibration | None:
+    """The newest A/A calibration of a case version on a hardware kind, if any."""
+    return session.scalar(
+        select(Calibration)
+        .where(Calibration.case_id == case.id, Calibration.hardware_kind_id == hardware.id)
+        .order_by(Calibration.created_at.desc(), Calibration.id.desc())
+        .limit(1)
+    )
 
 
 def detect_series(

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.factories import job_result
-from tracker.calibration import latest_calibration, list_calibrations
+from tracker.calibration import list_calibrations
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.comparison_views import comparison_view, list_comparisons
 from tracker.comparisons import (
@@ -39,6 +39,7 @@ from tracker.models import (
     Verdict,
 )
 from tracker.schemas import ResultIn
+from tracker.series_state import latest_calibration
 
 CASE = "qwen-image-t2i-1024"
 T0 = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)

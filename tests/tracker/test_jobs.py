@@ -16,6 +16,7 @@ from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict
 from tracker.ingest import IngestLimits, ingest_job_result
 from tracker.jobs import (
+    PRIORITY,
     claim_job,
     enqueue_job,
     expire_leases,
@@ -231,3 +232,24 @@ def test_concurrent_claimers_never_share_a_job(scratch_db_url: str) -> None:
         assert set(claimed.values()) == {1}
     finally:
         engine.dispose()
+
+
+def test_a_job_takes_its_reasons_priority_unless_given_one(session: Session) -> None:
+    case = get_current_case(session=session, slug="qwen-image-t2i-1024")
+    kind = get_hardware_kind(session=session, name=case.hardware_names[0])
+    queued = {
+        reason: enqueue_job(
+            session=session, candidate=candidate(session, "bbbbbbb"), case=case, hardware=kind, reason=reason
+        ).job
+        for reason in JobReason
+    }
+    assert {reason: job.priority for reason, job in queued.items()} == PRIORITY
+    explicit = enqueue_job(
+        session=session,
+        candidate=candidate(session, "ccccccc"),
+        case=case,
+        hardware=kind,
+        reason=JobReason.CONFIRM,
+        priority=-3,
+    ).job
+    assert explicit.priority == -3

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
+from tests.tracker.test_queries import _fill, recorded_sql
 
 
 def _import(client: TestClient, token: str, title: str | None = None) -> list[int]:
@@ -147,3 +149,16 @@ def test_read_api(client: TestClient, runner_token: str) -> None:
     assert health["status"] == "ok"
     assert health["database"] == "ok"
     assert "/api/v1/results" in client.get("/openapi.json").json()["paths"]
+
+
+def test_overview_page_query_count_does_not_grow_with_runs(client: TestClient, session: Session) -> None:
+    _fill(session, 3)
+    session.flush()
+    with recorded_sql(session) as few:
+        assert client.get("/").status_code == 200
+    _fill(session, 30)  # the first three are the same uploads: stored once
+    _fill(session, 8, case="flux1-dev-serve-gb300")
+    session.flush()
+    with recorded_sql(session) as many:
+        assert client.get("/").status_code == 200
+    assert len(many) == len(few) > 3

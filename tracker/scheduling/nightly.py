@@ -22,7 +22,7 @@ from tracker.branch_head import (
     ls_remote_head,
 )
 from tracker.history import GitHistory, HistoryUnavailable
-from tracker.jobs import PRIORITY, enqueue_job
+from tracker.jobs import enqueue_job
 from tracker.models import (
     Candidate,
     Case,
@@ -161,7 +161,6 @@ def _queue(*, session: Session, commit: Commit, pairs: list[tuple[Case, Hardware
             case=case,
             hardware=kind,
             reason=JobReason.NIGHTLY,
-            priority=PRIORITY[JobReason.NIGHTLY],
             requested_by="nightly",
         )
         if enqueued.created:
