@@ -71,6 +71,9 @@ class GithubOutbox(Base):
     next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     last_error: Mapped[str | None] = mapped_column(Text)
     done_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    dead_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="given up: GitHub refused it for good (4xx other than rate limits)"
+    )
     created_at: Mapped[created_at]
 
 

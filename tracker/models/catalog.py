@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tracker.models.base import Base, created_at, int_pk, json_dict, str_slug
+from tracker.models.base import Base, created_at, int_pk, json_dict, json_list, str_slug
 from tracker.models.enums import RunMode, Workload, str_enum
 
 
@@ -73,6 +73,10 @@ class Case(Base):
         Integer, nullable=False, default=1, comment="timed requests per run"
     )
     timeout_s: Mapped[int] = mapped_column(Integer, nullable=False, default=3600)
+    paths: Mapped[json_list] = mapped_column(
+        server_default=text("'[]'"),
+        comment="globs of repository files whose change selects this case for a bare /perf",
+    )
     created_at: Mapped[created_at]
 
     repository: Mapped[Repository | None] = relationship()
