@@ -93,6 +93,7 @@ def _sync_case(
             requests=spec.requests,
             params=spec.params,
             flags=spec.flags,
+            paths=spec.paths,
         )
         session.add(case)
         (report.new_versions if versions else report.created).append(spec.slug)
@@ -102,6 +103,7 @@ def _sync_case(
         and case.threshold_pct == spec.threshold_pct
         and case.model_family == spec.family
         and case.timeout_s == spec.timeout_s
+        and list(case.paths) == spec.paths
         and case.repository_id == repository.id
         and _hardware_of(case) == {name: spec.thresholds.get(name) for name in spec.hardware}
     ):
@@ -117,6 +119,7 @@ def _sync_case(
     case.repository = repository
     case.threshold_pct = spec.threshold_pct
     case.timeout_s = spec.timeout_s
+    case.paths = list(spec.paths)
     # Reconcile in place: replacing the list would insert new rows before deleting old ones.
     existing = {entry.hardware_kind.name: entry for entry in case.hardware}
     for name, entry in existing.items():

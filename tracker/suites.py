@@ -103,6 +103,19 @@ class CaseSpec(_Strict):
     timeout_s: Annotated[int, Field(ge=10, le=86_400)] | None = None
     params: Params
     flags: dict[str, FlagValue] = Field(default_factory=dict)
+    paths: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(
+        default_factory=list,
+        description="globs of repository files (e.g. python/sglang/multimodal_gen/**/qwen_image*.py); "
+        "a PR touching one selects this case for a bare /perf",
+    )
+
+    @field_validator("paths")
+    @classmethod
+    def _relative_globs(cls, paths: list[str]) -> list[str]:
+        for pattern in paths:
+            if pattern.startswith("/") or ".." in pattern.split("/"):
+                raise ValueError(f"path glob {pattern!r} must be relative to the repository root")
+        return paths
 
     @field_validator("flags")
     @classmethod
@@ -171,6 +184,10 @@ class Defaults(_Strict):
     workload: Literal["sglang", "toy"] = "sglang"
     mode: Literal["generate", "serve"] = "generate"
     timeout_s: Annotated[int, Field(ge=10, le=86_400)] = 3600
+    paths: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(
+        default_factory=list,
+        description="globs of shared code whose change selects every case (added to each case's own)",
+    )
 
 
 class SuiteFile(_Strict):
@@ -258,9 +275,10 @@ class ResolvedCase(BaseModel):
     timeout_s: int
     params: dict[str, Any]
     flags: dict[str, FlagValue]
+    paths: list[str] = Field(default_factory=list)
 
     def config_hash(self) -> str:
-        """SHA-256 of what changes a measurement; title, thresholds and hardware list do not."""
+        """SHA-256 of what changes a measurement; title, thresholds, hardware list and paths do not."""
         identity = {
             "model": self.model,
             "task": self.task,
@@ -376,6 +394,7 @@ def _resolve(suite_file: SuiteFile, path: str) -> Suite:
             timeout_s=case.timeout_s or defaults.timeout_s,
             params=case.params.model_dump(by_alias=True, exclude_none=True),
             flags=dict(case.flags),
+            paths=[*case.paths, *(path for path in defaults.paths if path not in case.paths)],
         )
         for case in suite_file.cases
     ]

@@ -40,6 +40,7 @@ class FakeGithub:
     now: dt.datetime = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
     installation_id: int = 7001
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    pull_files: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     merge_bases: dict[tuple[str, str], str] = field(default_factory=dict)
     permissions: dict[tuple[str, str], str] = field(default_factory=dict)
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -52,9 +53,20 @@ class FakeGithub:
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(900001))
 
     def add_pull(
-        self, repository: str, number: int, *, head_sha: str, base_ref: str = "main", merge_base: str
+        self,
+        repository: str,
+        number: int,
+        *,
+        head_sha: str,
+        base_ref: str = "main",
+        merge_base: str,
+        files: list[str] | None = None,
     ) -> None:
-        """A pull request whose merge base with ``base_ref`` is ``merge_base``."""
+        """A pull request whose merge base with ``base_ref`` is ``merge_base``, touching ``files``."""
+        self.pull_files[(repository, number)] = [
+            {"sha": f"{index:040x}", "filename": path, "status": "modified", "additions": 1, "deletions": 0}
+            for index, path in enumerate(files or [])
+        ]
         self.pulls[(repository, number)] = {
             "number": number,
             "html_url": f"https://github.com/{repository}/pull/{number}",
@@ -182,6 +194,17 @@ class FakeGithub:
             if found is None:
                 raise HTTPException(404, "Not Found")
             return found
+
+        @app.get("/repos/{owner}/{name}/pulls/{number}/files")
+        def pull_files(
+            owner: str, name: str, number: int, request: Request, per_page: int = 30, page: int = 1
+        ) -> list[dict[str, Any]]:
+            require_installation_token(request)
+            found = fake.pull_files.get((f"{owner}/{name}", number))
+            if found is None:
+                raise HTTPException(404, "Not Found")
+            per_page = min(max(per_page, 1), 100)
+            return found[(page - 1) * per_page : page * per_page]
 
         @app.get("/repos/{owner}/{name}/compare/{basehead:path}")
         def compare(owner: str, name: str, basehead: str, request: Request) -> dict[str, Any]:

@@ -51,8 +51,8 @@ def test_shipped_suite_has_the_maintainers_cases() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "line", "field", "message"),
     [
-        ("width = 848", "width = -5", 129, "cases[3].params.width", "greater than 0"),
-        ('slug = "wan2.1-t2v-1.3b"', 'slug = "wan2.2-t2v-a14b"', 88, "cases[2].slug", "duplicate case slug"),
+        ("width = 848", "width = -5", 145, "cases[3].params.width", "greater than 0"),
+        ('slug = "wan2.1-t2v-1.3b"', 'slug = "wan2.2-t2v-a14b"', 102, "cases[2].slug", "duplicate case slug"),
         ("threshold_pct = 3.0", "threshold_pct = 0", None, "cases[6].threshold_pct", "greater than 0"),
         (
             'hardware = ["GB300"]\nnum_gpus = 2\n# Nine',
@@ -64,14 +64,14 @@ def test_shipped_suite_has_the_maintainers_cases() -> None:
         (
             "enable-cfg-parallel = true",
             "enable-cfg-parallel = [1]",
-            80,
+            94,
             "cases[1].flags.enable-cfg-parallel",
             "valid",
         ),
         (
-            'task = "t2v"\nhardware = ["H200"]\nnum_gpus = 8',
-            'task = "video"\nhardware = ["H200"]\nnum_gpus = 8',
-            63,
+            'task = "t2v"\npaths = ["python/sglang/multimodal_gen/**/wan*.py"]\nhardware = ["H200"]\nnum_gpus = 8',
+            'task = "video"\npaths = ["python/sglang/multimodal_gen/**/wan*.py"]\nhardware = ["H200"]\nnum_gpus = 8',
+            76,
             "cases[1].task",
             "'t2i'",
         ),
@@ -248,3 +248,33 @@ def test_duplicate_schedule_names_are_refused(tmp_path: Path) -> None:
     (tmp_path / "b.toml").write_text(other)
     with pytest.raises(SuiteError, match="also in"):
         load_suites(tmp_path)
+
+
+# --- paths (which files select a case for a bare /perf) -----------------------------------------
+
+
+def test_case_paths_join_the_shared_paths_of_the_defaults() -> None:
+    suite = load_suite(SUITES / "sglang-diffusion.toml")
+    qwen = next(case for case in suite.cases if case.slug == "qwen-image-t2i-1024")
+    assert qwen.paths[0] == "python/sglang/multimodal_gen/**/qwen_image*.py"
+    assert "sgl-kernel/**" in qwen.paths  # from [defaults]
+    assert all(case.paths for case in suite.cases)
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "python/../../secret.py"])
+def test_paths_must_stay_inside_the_repository(bad: str) -> None:
+    text = SHIPPED.replace('paths = ["python/sglang/multimodal_gen/**/flux*.py"]', f'paths = ["{bad}"]', 1)
+    with pytest.raises(SuiteError, match="relative to the repository root"):
+        parse_suite(text, "suites/broken.toml")
+
+
+def test_changed_paths_update_the_case_in_place(session: Session, tmp_path: Path) -> None:
+    """Paths say when to run a case, not what it measures: no new version, no new series."""
+    (tmp_path / "suite.toml").write_text(SHIPPED.replace("**/flux*.py", "**/flux_*.py", 1))
+    report = sync_suites(session=session, suites=load_suites(tmp_path))
+    assert report.updated == ["flux1-dev-serve-gb300"]
+    assert report.new_versions == []
+    case = session.scalar(select(Case).where(Case.slug == "flux1-dev-serve-gb300", Case.is_current.is_(True)))
+    assert case is not None
+    assert case.version == 1
+    assert case.paths[0] == "python/sglang/multimodal_gen/**/flux_*.py"

@@ -224,7 +224,10 @@ def test_help(hook: Hook, fake: FakeGithub) -> None:
     assert [reaction["content"] for reaction in fake.reactions] == ["+1"]
 
 
-def test_default_command_measures_every_case_of_the_repository(hook: Hook, session: Session) -> None:
+def test_a_bare_perf_on_files_no_case_names_measures_every_case(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    fake.pull_files[(REPO, PR)] = [{"filename": "docs/diffusion/index.md", "status": "modified"}]
     hook.comment("/perf")
     [comparison] = comparisons(session)
     expected = {
@@ -233,6 +236,68 @@ def test_default_command_measures_every_case_of_the_repository(hook: Hook, sessi
         if case.repository_id == comparison.repository_id
     }
     assert {result.case.slug for result in comparison.results} == expected
+    assert "none of the 1 files this PR touches selects a case" in comparison.case_selection
+    [comment] = fake.comments_on(PR)
+    assert "- Cases: none of the 1 files" in comment["body"]
+
+
+QWEN_DIT = "python/sglang/multimodal_gen/runtime/models/dits/qwen_image.py"
+
+
+def test_a_bare_perf_measures_the_cases_of_the_files_the_pr_touches(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    # 130 files: the list comes in two pages; the model file is on the second one, renamed.
+    fake.pull_files[(REPO, PR)] = [
+        *({"filename": f"docs/page-{index}.md", "status": "added"} for index in range(120)),
+        {"filename": "python/sglang/multimodal_gen/test/x.txt", "status": "added"},
+        {
+            "filename": "python/sglang/multimodal_gen/runtime/models/dits/qwen_image_new.py",
+            "previous_filename": QWEN_DIT,
+            "status": "renamed",
+        },
+        *({"filename": f"docs/more-{index}.md", "status": "added"} for index in range(8)),
+    ]
+    hook.comment("/perf rounds 2")
+    [comparison] = comparisons(session)
+    assert {result.case.slug for result in comparison.results} == {
+        "qwen-image-t2i-1024",
+        "qwen-image-2.1-serve-gb300",
+    }
+    assert len(fake.calls_to("GET", f"/pulls/{PR}/files")) == 2
+    assert "chosen from the 131 files this PR touches" in comparison.case_selection
+    [comment] = fake.comments_on(PR)
+    assert (
+        "`qwen-image-t2i-1024` (`python/sglang/multimodal_gen/runtime/models/dits/qwen_image_new.py`)"
+        in (comment["body"])
+    )
+
+
+def test_shared_code_selects_every_case_and_hardware_narrows_the_choice(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    fake.pull_files[(REPO, PR)] = [
+        {
+            "filename": "python/sglang/multimodal_gen/runtime/layers/attention/backends/fa3.py",
+            "status": "modified",
+        }
+    ]
+    hook.comment("/perf on GB300")
+    [comparison] = comparisons(session)
+    assert {result.case.slug for result in comparison.results} == {
+        "qwen-image-2.1-serve-gb300",
+        "flux1-dev-serve-gb300",
+        "z-image-turbo-serve-gb300",
+    }
+    assert {result.hardware_kind.name for result in comparison.results} == {"GB300"}
+
+
+def test_named_cases_do_not_look_at_the_files(hook: Hook, session: Session, fake: FakeGithub) -> None:
+    hook.comment("/perf wan*")
+    [comparison] = comparisons(session)
+    assert {result.case.slug for result in comparison.results} == {"wan2.2-t2v-a14b", "wan2.1-t2v-1.3b"}
+    assert comparison.case_selection == "named in the command"
+    assert not fake.calls_to("GET", "/files")
 
 
 def _with_flushes(

@@ -31,12 +31,15 @@ from tracker.github.commands import (
     parse_command,
 )
 from tracker.models import Case, Comparison, ComparisonState, GithubOutbox, Repository, Verdict
+from tracker.pathglob import select_cases
 from tracker.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 DEFAULT_ROUNDS = 2
+FILES_PER_PAGE = 100
+MAX_FILE_PAGES = 30  # GitHub lists at most 3000 files of a pull request
 _OPEN = (ComparisonState.PENDING, ComparisonState.RUNNING)
 
 
@@ -189,15 +192,22 @@ def _start(
 ) -> Comparison:
     repository = tracked_repository(session=session, github_repository=event.repository)
     current = [case for case in list_current_cases(session=session) if case.repository_id == repository.id]
-    cases = (
-        expand_cases(command.cases, [case.slug for case in current])
-        if command.cases
-        else [case.slug for case in current]
-    )
-    if not cases:
+    if not current:
         raise CommandError(f"no case measures {event.repository} yet")
-    hardware = _hardware(session=session, current=current, cases=cases, named=command.hardware)
+    if command.hardware:  # unknown names are refused before anything else is looked up
+        check_hardware(command.hardware, [kind.name for kind in list_hardware_kinds(session=session)])
     pull = _pull(client, event.repository, event.pr_number)
+    if command.cases:
+        cases = expand_cases(command.cases, [case.slug for case in current])
+        selection = "named in the command"
+    else:
+        files = _changed_files(client, event.repository, event.pr_number)
+        eligible = [case for case in current if _runs_on_any(case, command.hardware)]
+        if not eligible:
+            raise CommandError(f"no case of {event.repository} runs on {', '.join(command.hardware)}")
+        chosen = select_cases([(case.slug, case.paths) for case in eligible], files)
+        cases, selection = chosen.chosen, chosen.describe(len(files))
+    hardware = _hardware(session=session, current=current, cases=cases, named=command.hardware)
     for number in command.stacked:
         if number == event.pr_number:
             raise CommandError(f"#{number} is this pull request; `with` names other pull requests")
@@ -233,6 +243,7 @@ def _start(
     )
     comparison.github_repository = event.repository
     comparison.head_sha = head_sha
+    comparison.case_selection = selection
     session.flush()
     _react(session, event, "eyes")
     comparison_changed(session=session, comparison=comparison)
@@ -277,6 +288,33 @@ def _pull(client: GithubClient, repository: str, number: int) -> dict[str, Any]:
             raise CommandError(f"pull request #{number} does not exist in {repository}") from None
         raise
     return pull
+
+
+def _runs_on_any(case: Case, hardware: tuple[str, ...]) -> bool:
+    wanted = {name.lower() for name in hardware}
+    return not wanted or any(entry.hardware_kind.name.lower() in wanted for entry in case.hardware)
+
+
+def _changed_files(client: GithubClient, repository: str, number: int) -> list[str]:
+    """The paths a pull request touches (renames count by both names), page by page.
+
+    GitHub lists at most 3000 files per pull request, 100 a page.
+    """
+    files: list[str] = []
+    for page in range(1, MAX_FILE_PAGES + 1):
+        answer = client.request(
+            "GET",
+            f"/repos/{repository}/pulls/{number}/files?per_page={FILES_PER_PAGE}&page={page}",
+            repository=repository,
+        )
+        entries = answer if isinstance(answer, list) else []
+        for entry in entries:
+            files.append(str(entry["filename"]))
+            if entry.get("previous_filename"):
+                files.append(str(entry["previous_filename"]))
+        if len(entries) < FILES_PER_PAGE:
+            break
+    return files
 
 
 def tracked_repository(*, session: Session, github_repository: str) -> Repository:

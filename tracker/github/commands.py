@@ -27,7 +27,7 @@ HELP = """\
 **perftrack** measures this pull request against its merge base, in interleaved rounds.
 
 ```
-/perf                                   default diffusion cases
+/perf                                   the cases of the files this PR touches (else all)
 /perf CASE [CASE ...]                   cases by slug or glob (qwen-image-*)
 /perf ... on H200,GB300                 only these hardware kinds
 /perf ... rounds 4                      rounds to start with (more follow when inconclusive)

@@ -69,6 +69,7 @@ def render_comment(view: ComparisonView, *, public_url: str | None) -> str:
         "",
         f"- Command: `{comparison.command or '/perf'}`"
         + (f" by @{comparison.requested_by}" if comparison.requested_by else ""),
+        *([f"- Cases: {comparison.case_selection}"] if comparison.case_selection else []),
         f"- Base: {_candidate(comparison.base_candidate)}",
         f"- This PR: {_candidate(comparison.head_candidate)}",
     ]

@@ -148,6 +148,9 @@ class Comparison(Base):
     pr_number: Mapped[int | None] = mapped_column(Integer)
     pr_url: Mapped[str | None] = mapped_column(String(512))
     command: Mapped[str] = mapped_column(Text, nullable=False, default="", comment="e.g. the /perf comment")
+    case_selection: Mapped[str] = mapped_column(
+        Text, nullable=False, default="", server_default="", comment="how the cases were chosen, for people"
+    )
     requested_by: Mapped[str] = mapped_column(String(255), nullable=False, default="")
     github_comment_id: Mapped[int | None] = mapped_column(BigInteger, comment="the bot's one comment")
     github_repository: Mapped[str | None] = mapped_column(String(255), comment="owner/name of the PR")

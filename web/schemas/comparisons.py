@@ -184,6 +184,7 @@ class ComparisonOut(BaseModel):
     pr_number: int | None
     pr_url: str | None
     command: str
+    case_selection: str
     requested_by: str
     created_at: dt.datetime
     finished_at: dt.datetime | None
@@ -282,6 +283,7 @@ def _comparison_fields(comparison: Comparison) -> dict[str, Any]:
         "pr_number": comparison.pr_number,
         "pr_url": comparison.pr_url,
         "command": comparison.command,
+        "case_selection": comparison.case_selection,
         "requested_by": comparison.requested_by,
         "created_at": comparison.created_at,
         "finished_at": comparison.finished_at,
