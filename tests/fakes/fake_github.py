@@ -50,6 +50,8 @@ class FakeGithub:
     issued_tokens: list[str] = field(default_factory=list)
     _failures: int = 0
     _failing_methods: tuple[str, ...] = ()
+    _failure_status: int = 502
+    _failure_path: str = ""
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(900001))
 
     def add_pull(
@@ -76,10 +78,20 @@ class FakeGithub:
         }
         self.merge_bases[(base_ref, head_sha)] = merge_base
 
-    def fail_next(self, count: int, *, methods: tuple[str, ...] = ("GET", "POST", "PATCH")) -> None:
-        """Answer the next ``count`` calls (of those methods: ``("POST", "PATCH")`` fails only writes) with 502."""
+    def fail_next(
+        self,
+        count: int,
+        *,
+        methods: tuple[str, ...] = ("GET", "POST", "PATCH"),
+        status: int = 502,
+        path: str = "",
+    ) -> None:
+        """Answer the next ``count`` calls (of those methods: ``("POST", "PATCH")`` fails only writes;
+        whose path contains ``path``) with ``status`` (502 by default; 422 or 403: refused for good)."""
         self._failures = count
         self._failing_methods = methods
+        self._failure_status = status
+        self._failure_path = path
 
     def comments_on(self, number: int) -> list[dict[str, Any]]:
         """The comments of an issue or pull request, oldest first."""
@@ -120,12 +132,18 @@ class FakeGithub:
 
                 body = json.loads(raw)
             path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            if fake._failures > 0 and request.method in fake._failing_methods:
+            if (
+                fake._failures > 0
+                and request.method in fake._failing_methods
+                and fake._failure_path in path
+            ):
                 fake._failures -= 1
+                status = fake._failure_status
                 fake.calls.append(
-                    Call(request.method, path, 502, request.headers.get("authorization", ""), body)
+                    Call(request.method, path, status, request.headers.get("authorization", ""), body)
                 )
-                return JSONResponse({"message": "Bad Gateway"}, status_code=502)
+                message = "Bad Gateway" if status >= 500 else "Validation Failed"
+                return JSONResponse({"message": message}, status_code=status)
             response = await call_next(request)
             fake.calls.append(
                 Call(

@@ -21,6 +21,7 @@ from tests.factories import job_result
 from tests.fakes.fake_github import FakeGithub
 from tests.tracker.test_comparisons import LIMITS, T0, Outcome, drive, planted, runner
 from tracker.catalog import list_current_cases
+from tracker.github import outbox
 from tracker.github.client import GithubClient
 from tracker.github.outbox import FlushReport, flush_outbox
 from tracker.github.render import marker
@@ -405,6 +406,42 @@ def test_outbox_retries_after_github_fails(
     assert len(fake.reactions) == 1
     [comparison] = comparisons(session)
     assert comparison.github_comment_id == fake.comments_on(PR)[0]["id"]
+
+
+def test_a_write_github_refuses_for_good_is_given_up_and_can_be_revived(
+    hook: Hook, session: Session, settings: Settings, github: GithubClient, fake: FakeGithub
+) -> None:
+    fake.fail_next(3, methods=("POST",), status=422, path="/reactions")  # refused three times
+    assert hook.comment("/perf qwen-image-t2i-1024").status_code == 200
+    [reaction] = session.scalars(select(GithubOutbox).where(GithubOutbox.kind == "reaction")).all()
+    assert reaction.refusals == 1
+    assert reaction.dead_at is None
+    assert len(fake.comments_on(PR)) == 1  # the other writes went through
+    assert flush(session, settings, github, later_s=120) == FlushReport(failed=1)
+    report = flush(session, settings, github, later_s=3600)
+    assert report.dead == 1
+    session.refresh(reaction)
+    assert reaction.dead_at is not None
+    assert "422" in (reaction.last_error or "")
+    assert reaction not in outbox.pending(session=session)
+    assert flush(session, settings, github, later_s=7 * 86400) == FlushReport()  # never tried again
+    assert fake.reactions == []
+
+    outbox.revive(session=session, row_id=reaction.id)
+    assert flush(session, settings, github) == FlushReport(sent=1)
+    assert [item["content"] for item in fake.reactions] == ["eyes"]
+
+
+def test_a_server_error_never_kills_a_row(
+    hook: Hook, session: Session, settings: Settings, github: GithubClient, fake: FakeGithub
+) -> None:
+    fake.fail_next(1000, methods=("POST", "PATCH"))  # 502 for a long time
+    assert hook.comment("/perf qwen-image-t2i-1024").status_code == 200
+    for day in range(1, 6):
+        flush(session, settings, github, later_s=day * 86400)
+    rows = list(session.scalars(select(GithubOutbox)))
+    assert all(row.dead_at is None and row.done_at is None for row in rows)
+    assert all(row.attempts >= 5 for row in rows)
 
 
 def test_a_lost_comment_id_is_found_again_by_its_marker(

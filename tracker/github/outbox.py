@@ -8,6 +8,11 @@ succeeds. Kinds:
 - ``reply``: a new comment on a pull request (help, refusals, errors).
 - ``reaction``: a reaction to a comment.
 - ``status``: a commit status on the PR's head sha.
+
+A row GitHub refuses for good (400, 403 without a rate limit, 404, 410, 422: the PR or comment is gone,
+the App lost access, the payload is invalid) three times in a row is *dead*: ``dead_at`` is set, it is
+no longer tried, ``perftrack github outbox --dead`` lists it and ``perftrack github retry`` revives it.
+Anything else (5xx, timeouts, rate limits, bad credentials) is retried for ever, at most hourly.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ KINDS = ("comment", "reply", "reaction", "status")
 BACKOFF_FIRST_S = 60
 BACKOFF_MAX_S = 3600
 _ERROR_CHARS = 500
+PERMANENT_STATUSES = frozenset({400, 403, 404, 410, 422})
+DEAD_AFTER = 3  # refusals in a row before a row is given up
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,7 @@ class FlushReport:
     sent: int = 0
     failed: int = 0
     superseded: int = 0
+    dead: int = 0
 
 
 def queue(
@@ -71,8 +79,12 @@ def queue(
 def pending(
     *, session: Session, comparison_id: int | None = None, kind: str | None = None
 ) -> list[GithubOutbox]:
-    """Rows not sent yet, oldest first."""
-    query = select(GithubOutbox).where(GithubOutbox.done_at.is_(None)).order_by(GithubOutbox.id)
+    """Rows not sent yet and not given up, oldest first."""
+    query = (
+        select(GithubOutbox)
+        .where(GithubOutbox.done_at.is_(None), GithubOutbox.dead_at.is_(None))
+        .order_by(GithubOutbox.id)
+    )
     if comparison_id is not None:
         query = query.where(GithubOutbox.comparison_id == comparison_id)
     if kind is not None:
@@ -107,17 +119,18 @@ def flush_outbox(
         select(GithubOutbox.id)
         .where(
             GithubOutbox.done_at.is_(None),
+            GithubOutbox.dead_at.is_(None),
             (GithubOutbox.next_attempt_at.is_(None)) | (GithubOutbox.next_attempt_at <= now),
         )
         .order_by(GithubOutbox.id)
         .limit(limit)
     ).all()
     session.commit()
-    sent = failed = superseded = 0
+    sent = failed = superseded = dead = 0
     for row_id in due:
         row = session.scalar(
             select(GithubOutbox)
-            .where(GithubOutbox.id == row_id, GithubOutbox.done_at.is_(None))
+            .where(GithubOutbox.id == row_id, GithubOutbox.done_at.is_(None), GithubOutbox.dead_at.is_(None))
             .with_for_update(skip_locked=True)
         )
         if row is None:
@@ -134,12 +147,41 @@ def flush_outbox(
             row.done_at = now
         except GithubError as error:
             row.attempts += 1
+            refused = error.status in PERMANENT_STATUSES
+            row.refusals = row.refusals + 1 if refused else 0
             row.last_error = str(error)[:_ERROR_CHARS]
             row.next_attempt_at = now + backoff(row.attempts)
-            failed += 1
-            logger.warning("GitHub outbox row %d (%s) failed: %s", row.id, row.kind, row.last_error)
+            if row.refusals >= DEAD_AFTER:
+                row.dead_at = now
+                dead += 1
+                logger.error(
+                    "GitHub outbox row %d (%s on %s %s) given up after %d refusals: %s",
+                    row.id,
+                    row.kind,
+                    row.repository,
+                    row.target,
+                    row.refusals,
+                    row.last_error,
+                )
+            else:
+                failed += 1
+                logger.warning("GitHub outbox row %d (%s) failed: %s", row.id, row.kind, row.last_error)
         session.commit()
-    return FlushReport(sent=sent, failed=failed, superseded=superseded)
+    return FlushReport(sent=sent, failed=failed, superseded=superseded, dead=dead)
+
+
+def revive(*, session: Session, row_id: int) -> GithubOutbox:
+    """Try a dead (or waiting) row again at the next flush."""
+    row = session.get(GithubOutbox, row_id)
+    if row is None:
+        raise LookupError(f"no outbox row {row_id}")
+    if row.done_at is not None:
+        raise ValueError(f"outbox row {row_id} was sent already")
+    row.dead_at = None
+    row.refusals = 0
+    row.next_attempt_at = None
+    session.flush()
+    return row
 
 
 def _superseded(session: Session, row: GithubOutbox) -> bool:

@@ -71,6 +71,9 @@ class GithubOutbox(Base):
     next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     last_error: Mapped[str | None] = mapped_column(Text)
     done_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    refusals: Mapped[int] = mapped_column(
+        Integer, nullable=False, default=0, server_default="0", comment="permanent refusals in a row"
+    )
     dead_at: Mapped[dt.datetime | None] = mapped_column(
         UTCDateTime(), comment="given up: GitHub refused it for good (4xx other than rate limits)"
     )

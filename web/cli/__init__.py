@@ -9,6 +9,7 @@ from web.cli import (
     compare_cmd,
     db_cmd,
     demo_cmd,
+    github_cmd,
     logs_cmd,
     runner_cmd,
     scheduler_cmd,
@@ -33,6 +34,7 @@ app.add_typer(db_cmd.app, name="db")
 app.add_typer(token_cmd.app, name="token")
 app.add_typer(suites_cmd.app, name="suites")
 app.add_typer(alerts_cmd.app, name="alerts")
+app.add_typer(github_cmd.app, name="github")
 app.command("demo")(demo_cmd.demo)
 app.command("serve")(serve_cmd.serve)
 app.command("parse-log")(logs_cmd.parse_log)

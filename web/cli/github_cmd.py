@@ -1,0 +1,79 @@
+"""``perftrack github``: what the PR bot still has to tell GitHub, and what it gave up on."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+from sqlalchemy import select
+
+from tracker.github import outbox
+from tracker.models import GithubOutbox
+from web.cli.common import console, database_session, fail, settings
+
+app = typer.Typer(help="The PR bot's outbox: list, flush, retry what GitHub refused.", no_args_is_help=True)
+
+
+def outbox_table(rows: list[GithubOutbox]) -> Table:
+    """Outbox rows as a rich table."""
+    table = Table()
+    for column in ("id", "kind", "repository", "target", "comparison", "tries", "next try", "state"):
+        table.add_column(column, justify="right" if column in ("id", "tries") else "left")
+    for row in rows:
+        state = "dead" if row.dead_at else "sent" if row.done_at else "waiting"
+        table.add_row(
+            str(row.id),
+            row.kind,
+            row.repository,
+            row.target,
+            str(row.comparison_id or ""),
+            str(row.attempts),
+            row.next_attempt_at.strftime("%Y-%m-%d %H:%M UTC") if row.next_attempt_at else "",
+            state,
+            style="red" if row.dead_at else None,
+        )
+    return table
+
+
+@app.command("outbox")
+def list_outbox(
+    dead: bool = typer.Option(False, "--dead", help="Only the rows given up on."),
+    limit: int = typer.Option(50, min=1, max=1000, help="At most this many, oldest first."),
+) -> None:
+    """List the GitHub writes not sent yet (waiting for a retry, or dead)."""
+    with database_session() as session:
+        query = select(GithubOutbox).where(GithubOutbox.done_at.is_(None)).order_by(GithubOutbox.id)
+        if dead:
+            query = query.where(GithubOutbox.dead_at.is_not(None))
+        rows = list(session.scalars(query.limit(limit)))
+        if not rows:
+            console.print("the outbox is empty")
+            return
+        console.print(outbox_table(rows))
+        for row in rows:  # errors are long: one line each, under the table
+            if row.last_error:
+                console.print(f"#{row.id}: {row.last_error}", highlight=False)
+
+
+@app.command("retry")
+def retry(
+    row_id: int = typer.Argument(..., help="The outbox row (see `perftrack github outbox --dead`)."),
+) -> None:
+    """Try a row again at the next flush, dead or not."""
+    with database_session() as session:
+        try:
+            row = outbox.revive(session=session, row_id=row_id)
+        except (LookupError, ValueError) as error:
+            fail(str(error))
+        console.print(f"outbox row {row.id} ({row.kind} on {row.repository} {row.target}) will be retried")
+
+
+@app.command("flush")
+def flush() -> None:
+    """Send what is due now (the scheduler does this every minute)."""
+    config = settings()
+    with database_session() as session:
+        report = outbox.flush_outbox(session=session, settings=config)
+    console.print(
+        f"sent {report.sent}, failed {report.failed} (retried later), "
+        f"superseded {report.superseded}, given up {report.dead}"
+    )
