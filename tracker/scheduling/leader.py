@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import socket
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -26,6 +27,11 @@ logger = logging.getLogger("perftrack.scheduler")
 
 # "perftrak" as a big-endian 64-bit integer, minus the sign bit: the one scheduler lock.
 LOCK_KEY = int.from_bytes(b"perftrak", "big") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def leader_name() -> str:
+    """How this process names its leader connection (``perftrack-scheduler:HOST:PID``)."""
+    return f"perftrack-scheduler:{socket.gethostname()[:30]}:{os.getpid()}"
 
 
 class Leader(Protocol):
@@ -46,7 +52,10 @@ class PostgresLeader:
 
     def __init__(self, url: str, *, key: int = LOCK_KEY) -> None:
         self.key = key
-        self._engine: Engine = create_engine(url, poolclass=NullPool)
+        # The name shows in pg_stat_activity: which process leads is one query away.
+        self._engine: Engine = create_engine(
+            url, poolclass=NullPool, connect_args={"application_name": leader_name()}
+        )
         self.connection: Connection | None = None
 
     def acquire(self) -> bool:
