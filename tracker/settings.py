@@ -82,6 +82,11 @@ class Settings(BaseSettings):
         default_factory=list, description="may run /perf without write access to the repository"
     )
     github_status_context: str = "perftrack/perf"
+    # A push to a PR that ran /perf re-runs its last command on the new head (the old head's
+    # comparison, if still running, is cancelled); a PR carrying this label is measured on every push
+    # (bare /perf) and when the label is added. Empty: no label.
+    github_rerun_on_push: bool = True
+    github_perf_label: str | None = None
 
     # Scheduler: run the nightly schedules and periodic sweeps in this process (one leader among
     # all processes), how often the sweeps run, and how often each series gets an A/A calibration.

@@ -65,10 +65,17 @@ class FakeGithub:
         files: list[str] | None = None,
     ) -> None:
         """A pull request whose merge base with ``base_ref`` is ``merge_base``, touching ``files``."""
-        self.pull_files[(repository, number)] = [
-            {"sha": f"{index:040x}", "filename": path, "status": "modified", "additions": 1, "deletions": 0}
-            for index, path in enumerate(files or [])
-        ]
+        if files is not None or (repository, number) not in self.pull_files:  # a new head keeps its files
+            self.pull_files[(repository, number)] = [
+                {
+                    "sha": f"{index:040x}",
+                    "filename": path,
+                    "status": "modified",
+                    "additions": 1,
+                    "deletions": 0,
+                }
+                for index, path in enumerate(files or [])
+            ]
         self.pulls[(repository, number)] = {
             "number": number,
             "html_url": f"https://github.com/{repository}/pull/{number}",
@@ -132,11 +139,7 @@ class FakeGithub:
 
                 body = json.loads(raw)
             path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            if (
-                fake._failures > 0
-                and request.method in fake._failing_methods
-                and fake._failure_path in path
-            ):
+            if fake._failures > 0 and request.method in fake._failing_methods and fake._failure_path in path:
                 fake._failures -= 1
                 status = fake._failure_status
                 fake.calls.append(

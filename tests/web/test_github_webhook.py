@@ -473,6 +473,95 @@ def test_perf_cancel(hook: Hook, session: Session, fake: FakeGithub) -> None:
     assert again.json()["outcome"] == "cancel: nothing to cancel"
 
 
+NEW_HEAD = "4" * 40
+
+
+def push(hook: Hook, fake: FakeGithub, *, action: str = "synchronize", label: str | None = None) -> Any:
+    """The PR's head moves to NEW_HEAD (or a label is added): a signed ``pull_request`` delivery."""
+    fake.add_pull(REPO, PR, head_sha=NEW_HEAD, merge_base=MERGE_BASE)
+    payload = json.loads((DATA / "pull_request_synchronize.json").read_text())
+    payload["action"] = action
+    if label is not None:
+        payload["label"] = {"name": label}
+        payload["pull_request"]["labels"].append({"name": label})
+    return hook.send("pull_request", payload)
+
+
+def test_a_push_re_runs_the_last_command_on_the_new_head_and_cancels_the_old_one(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    hook.comment("/perf qwen-image-t2i-1024 rounds 4 with #43601")
+    answer = push(hook, fake)
+    assert answer.status_code == 200
+    old, new = comparisons(session)
+    assert answer.json()["outcome"] == f"comparison {new.id} created on push, 1 superseded"
+    assert old.state is ComparisonState.CANCELLED
+    assert new.head_sha == NEW_HEAD
+    assert new.command == "/perf qwen-image-t2i-1024 rounds 4 with #43601"
+    assert new.requested_by == "maintainer-m"  # who asked, not who pushed
+    assert new.rounds == 4
+    assert [patch.ref for patch in new.head_candidate.patches] == [
+        "refs/pull/43601/head",
+        f"refs/pull/{PR}/head",
+    ]
+    assert "re-run on push" in new.case_selection
+    bodies = [comment["body"] for comment in fake.comments_on(PR)]
+    assert len(bodies) == 2  # the old comparison's comment (now cancelled) and the new one
+    assert "cancelled" in bodies[0]
+    assert "superseded" in bodies[0]
+    assert {status["sha"] for status in fake.statuses} == {HEAD_SHA, NEW_HEAD}
+    # The same push delivered again (a new delivery id) does not measure the head twice.
+    again = push(hook, fake)
+    assert again.json()["outcome"] == "ignored: this head was measured already"
+    assert len(comparisons(session)) == 2
+
+
+def test_a_push_to_a_pr_that_never_asked_does_nothing(hook: Hook, session: Session) -> None:
+    payload = json.loads((DATA / "pull_request_synchronize.json").read_text())
+    answer = hook.send("pull_request", payload)
+    assert answer.status_code == 200
+    assert answer.json()["outcome"] == "ignored: the pull request never asked for /perf"
+    assert comparisons(session) == []
+    closed = copy.deepcopy(payload)
+    closed["action"] = "closed"
+    assert hook.send("pull_request", closed).status_code == 202
+
+
+def test_re_run_on_push_can_be_turned_off(
+    hook: Hook, session: Session, fake: FakeGithub, settings: Settings
+) -> None:
+    hook.comment("/perf qwen-image-t2i-1024")
+    settings.github_rerun_on_push = False
+    answer = push(hook, fake)
+    assert answer.json()["outcome"] == "ignored: the pull request never asked for /perf"
+    assert len(comparisons(session)) == 1
+
+
+def test_the_perf_label_measures_a_pr_when_added_and_on_every_push(
+    hook: Hook, session: Session, fake: FakeGithub, settings: Settings
+) -> None:
+    settings.github_perf_label = "run-perf"
+    settings.github_rerun_on_push = False
+    fake.pull_files[(REPO, PR)] = [
+        {"filename": "python/sglang/multimodal_gen/runtime/models/dits/wanvideo.py"}
+    ]
+    assert push(hook, fake, action="labeled", label="diffusion").json()["outcome"] == (
+        "ignored: not the perf label"
+    )
+    answer = push(hook, fake, action="labeled", label="run-perf")
+    [comparison] = comparisons(session)
+    assert answer.json()["outcome"] == f"comparison {comparison.id} created on label"
+    assert {result.case.slug for result in comparison.results} == {"wan2.2-t2v-a14b", "wan2.1-t2v-1.3b"}
+    assert comparison.requested_by == "contributor-c"
+    fake.add_pull(REPO, PR, head_sha="5" * 40, merge_base=MERGE_BASE)
+    payload = json.loads((DATA / "pull_request_synchronize.json").read_text())
+    payload["pull_request"]["labels"].append({"name": "run-perf"})
+    payload["pull_request"]["head"]["sha"] = "5" * 40
+    answer = hook.send("pull_request", payload)
+    assert answer.json()["outcome"].endswith("created on label, 1 superseded")
+    assert comparisons(session)[-1].head_sha == "5" * 40
+
+
 def test_a_github_outage_while_reading_answers_502_and_is_not_recorded(
     hook: Hook, session: Session, fake: FakeGithub
 ) -> None:

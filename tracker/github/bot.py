@@ -50,7 +50,7 @@ class CommentEvent:
     repository: str
     pr_number: int
     pr_url: str
-    comment_id: int
+    comment_id: int | None  # None: the event is a push or a label, not a comment
     author: str
     author_is_bot: bool
     body: str
@@ -110,6 +110,124 @@ def handle_comment(*, session: Session, settings: Settings, client: GithubClient
         _react(session, event, "confused")
         return f"rejected: {message}"
     return f"comparison {comparison.id} created"
+
+
+@dataclass(frozen=True)
+class PullRequestEvent:
+    """The parts of a ``pull_request`` webhook the bot uses (``synchronize`` and ``labeled``)."""
+
+    action: str
+    repository: str
+    pr_number: int
+    pr_url: str
+    head_sha: str
+    sender: str
+    labels: frozenset[str]
+    label: str | None  # the label just added, for ``labeled``
+    installation_id: int | None
+
+
+def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
+    """A ``pull_request`` delivery the bot may act on, or ``None``."""
+    action = str(payload.get("action") or "")
+    pull = payload.get("pull_request")
+    if action not in ("synchronize", "labeled") or not isinstance(pull, dict):
+        return None
+    if pull.get("state", "open") != "open":
+        return None
+    installation = payload.get("installation") or {}
+    return PullRequestEvent(
+        action=action,
+        repository=str(payload["repository"]["full_name"]),
+        pr_number=int(pull["number"]),
+        pr_url=str(pull.get("html_url") or ""),
+        head_sha=str(pull["head"]["sha"]),
+        sender=str((payload.get("sender") or {}).get("login") or ""),
+        labels=frozenset(str(label.get("name", "")) for label in pull.get("labels") or []),
+        label=str((payload.get("label") or {}).get("name") or "") or None,
+        installation_id=int(installation["id"]) if installation.get("id") is not None else None,
+    )
+
+
+def handle_pull_request(
+    *, session: Session, settings: Settings, client: GithubClient, event: PullRequestEvent
+) -> str:
+    """Re-measure a pull request after a push (when it asked before, or carries the perf label), or
+    measure it when the perf label is added. Comparisons of the old head still running are cancelled."""
+    label = settings.github_perf_label
+    if event.installation_id is not None:
+        client.remember_installation(event.repository, event.installation_id)
+    if event.action == "labeled":
+        if not label or event.label != label:
+            return "ignored: not the perf label"
+        return _rerun(
+            session=session, client=client, event=event, text="/perf", author=event.sender, why="label"
+        )
+    previous = session.scalar(
+        select(Comparison)
+        .where(Comparison.pr_number == event.pr_number, Comparison.github_repository == event.repository)
+        .order_by(Comparison.id.desc())
+        .limit(1)
+    )
+    if previous is not None and previous.head_sha == event.head_sha:
+        return "ignored: this head was measured already"
+    if settings.github_rerun_on_push and previous is not None:
+        return _rerun(
+            session=session,
+            client=client,
+            event=event,
+            text=previous.command or "/perf",
+            author=previous.requested_by,
+            why="push",
+        )
+    if label and label in event.labels:
+        return _rerun(
+            session=session, client=client, event=event, text="/perf", author=event.sender, why="label"
+        )
+    return "ignored: the pull request never asked for /perf"
+
+
+def _rerun(
+    *, session: Session, client: GithubClient, event: PullRequestEvent, text: str, author: str, why: str
+) -> str:
+    as_comment = CommentEvent(
+        repository=event.repository,
+        pr_number=event.pr_number,
+        pr_url=event.pr_url,
+        comment_id=None,
+        author=author,
+        author_is_bot=False,
+        body=text,
+        installation_id=event.installation_id,
+    )
+    superseded = list(
+        session.scalars(
+            select(Comparison).where(
+                Comparison.pr_number == event.pr_number,
+                Comparison.github_repository == event.repository,
+                Comparison.state.in_(_OPEN),
+            )
+        )
+    )
+    for old in superseded:
+        cancelled = cancel_comparison(
+            session=session,
+            comparison_id=old.id,
+            reason=f"superseded: the pull request moved to {event.head_sha[:10]}",
+        )
+        comparison_changed(session=session, comparison=cancelled)
+    try:
+        command = parse_command(text)
+        comparison = _start(session=session, client=client, event=as_comment, command=command)
+    except (CommandError, InvalidInput) as error:
+        message = error.message if isinstance(error, InvalidInput) else str(error)
+        _reply(session, as_comment, f"perftrack could not re-run `{text}` after the {why}: {message}")
+        return f"rejected: {message}"
+    comparison.requested_by = author
+    comparison.case_selection = f"{comparison.case_selection} (re-run on {why})"
+    return f"comparison {comparison.id} created on {why}" + (
+        f", {len(superseded)} superseded" if superseded else ""
+    )
 
 
 def comparison_changed(*, session: Session, comparison: Comparison) -> None:
@@ -374,6 +492,8 @@ def _reply(session: Session, event: CommentEvent, body: str) -> None:
 
 
 def _react(session: Session, event: CommentEvent, content: str) -> None:
+    if event.comment_id is None:
+        return
     outbox.queue(
         session=session,
         kind="reaction",

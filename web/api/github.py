@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker.github.bot import comment_event, handle_comment
+from tracker.github.bot import comment_event, handle_comment, handle_pull_request, pull_request_event
 from tracker.github.client import GithubClient, GithubError, client_from_settings
 from tracker.github.outbox import flush_outbox
 from tracker.github.webhook import signature_valid
@@ -63,7 +63,8 @@ def receive_webhook(
     x_github_delivery: Annotated[str, Header()] = "",
     x_hub_signature_256: Annotated[str | None, Header()] = None,
 ) -> JSONResponse:
-    """Verify, de-duplicate and handle a GitHub delivery (``issue_comment`` on PRs, ``ping``)."""
+    """Verify, de-duplicate and handle a GitHub delivery (``issue_comment`` and ``pull_request``
+    on PRs, ``ping``)."""
     if settings.github_webhook_secret is None:
         return _answer(503, "the GitHub webhook is not set up: configure PERFTRACK_GITHUB_WEBHOOK_SECRET")
     # The signature is checked on the raw bytes before anything parses them.
@@ -81,14 +82,19 @@ def receive_webhook(
     if x_github_event == "ping":
         return _record(session, x_github_delivery, x_github_event, action, "pong", 200)
     event = comment_event(payload) if x_github_event == "issue_comment" else None
-    if event is None:
+    pushed = pull_request_event(payload) if x_github_event == "pull_request" else None
+    if event is None and pushed is None:
         return _record(session, x_github_delivery, x_github_event, action, "ignored", 202)
     if client is None:
         return _answer(
             503, "GitHub credentials are not set up: configure a GitHub App or PERFTRACK_GITHUB_TOKEN"
         )
     try:
-        outcome = handle_comment(session=session, settings=settings, client=client, event=event)
+        if event is not None:
+            outcome = handle_comment(session=session, settings=settings, client=client, event=event)
+        else:
+            assert pushed is not None
+            outcome = handle_pull_request(session=session, settings=settings, client=client, event=pushed)
     except GithubError as error:
         # Not recorded: GitHub may redeliver once GitHub answers again.
         session.rollback()
