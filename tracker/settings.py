@@ -87,12 +87,23 @@ class Settings(BaseSettings):
     # (bare /perf) and when the label is added. Empty: no label.
     github_rerun_on_push: bool = True
     github_perf_label: str | None = None
+    # owner/name#NUMBER: after each nightly ends, a summary comment goes to this issue.
+    github_nightly_issue: str | None = None
 
     # Scheduler: run the nightly schedules and periodic sweeps in this process (one leader among
     # all processes), how often the sweeps run, and how often each series gets an A/A calibration.
     scheduler_enabled: bool = False
     sweep_interval_s: int = Field(default=60, ge=5)
     calibration_interval_days: int = Field(default=0, ge=0, description="0: no scheduled calibrations")
+
+    @field_validator("github_nightly_issue")
+    @classmethod
+    def _tracking_issue(cls, value: str | None) -> str | None:
+        if value:
+            from tracker.scheduling.report import TrackingIssue
+
+            TrackingIssue.parse(value)
+        return value or None
 
     @field_validator("database_url")
     @classmethod

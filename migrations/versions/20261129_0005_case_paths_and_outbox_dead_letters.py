@@ -1,4 +1,4 @@
-"""case paths and outbox dead letters
+"""case paths, outbox dead letters, nightly reports
 
 Revision ID: 0005
 Revises: 0004
@@ -45,6 +45,16 @@ def upgrade() -> None:
             )
         )
 
+    with op.batch_alter_table("nightly_runs", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column(
+                "reported_at",
+                tracker.models.base.UTCDateTime(timezone=True),
+                nullable=True,
+                comment="when its summary went to the tracking issue",
+            )
+        )
+
     with op.batch_alter_table("github_outbox", schema=None) as batch_op:
         batch_op.add_column(
             sa.Column(
@@ -75,6 +85,9 @@ def downgrade() -> None:
 
     with op.batch_alter_table("comparisons", schema=None) as batch_op:
         batch_op.drop_column("case_selection")
+
+    with op.batch_alter_table("nightly_runs", schema=None) as batch_op:
+        batch_op.drop_column("reported_at")
 
     with op.batch_alter_table("cases", schema=None) as batch_op:
         batch_op.drop_column("paths")

@@ -100,6 +100,9 @@ class NightlyRun(Base):
     backfilled: Mapped[json_list] = mapped_column(comment="commit shas queued as backfill")
     error: Mapped[str | None] = mapped_column(Text)
     details: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    reported_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="when its summary went to the tracking issue"
+    )
     created_at: Mapped[created_at]
 
 

@@ -35,6 +35,7 @@ from tracker.models import NightlyRun, utcnow
 from tracker.scheduling.leader import Leader, make_leader
 from tracker.scheduling.nightly import fire_nightly
 from tracker.scheduling.periodic import outbox_flusher, schedule_calibrations
+from tracker.scheduling.report import TrackingIssue, report_finished_nightlies
 from tracker.settings import Settings
 from tracker.suites import ResolvedSchedule, load_suites
 
@@ -246,6 +247,7 @@ class SchedulerService:
         tasks: list[tuple[str, Callable[[], object], float]] = [
             ("expire-leases", self.expire_leases, self.lease_sweep_s),
             ("detection-sweep", self.detection_sweep, self.sweep_interval_s),
+            ("nightly-report", self.report_nightlies, self.sweep_interval_s),
             ("github-outbox", self.flush_outbox, min(self.sweep_interval_s, 30.0)),
         ]
         if self.calibration_interval_days > 0:
@@ -312,6 +314,16 @@ class SchedulerService:
             offered["session"] = session
             return flush(**{key: value for key, value in offered.items() if key in accepted})
 
+    def report_nightlies(self) -> list[int]:
+        """Queue the tracking-issue comment of each nightly that ended (when an issue is configured)."""
+        if self.settings is None or not self.settings.github_nightly_issue:
+            return []
+        issue = TrackingIssue.parse(self.settings.github_nightly_issue)
+        with db.session_scope(self.sessions) as session:
+            return report_finished_nightlies(
+                session=session, issue=issue, now=self.clock(), public_url=self.settings.public_url
+            )
+
     def calibrate(self) -> list[int]:
         """Queue the A/A calibrations that are due."""
         with db.session_scope(self.sessions) as session:
@@ -325,6 +337,7 @@ class SchedulerService:
         if self.periodic:
             self.expire_leases()
             self.detection_sweep()
+            self.report_nightlies()
             self.flush_outbox()
             if self.calibration_interval_days > 0:
                 self.calibrate()

@@ -69,6 +69,17 @@ def nightly_summary(
     return summaries
 
 
+def nightly_run_view(*, session: Session, run: NightlyRun, alert_limit: int = 50) -> NightlyRunView:
+    """One nightly with its jobs and the alerts created until the next nightly of its schedule."""
+    until = session.scalar(
+        select(NightlyRun.fired_at)
+        .where(NightlyRun.schedule == run.schedule, NightlyRun.fired_at > run.fired_at)
+        .order_by(NightlyRun.fired_at)
+        .limit(1)
+    )
+    return _view(session=session, run=run, until=until, alert_limit=alert_limit)
+
+
 def _view(
     *, session: Session, run: NightlyRun, until: dt.datetime | None, alert_limit: int
 ) -> NightlyRunView:
