@@ -18,7 +18,8 @@ def upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> 
     console.print(f"database at [bold]{_current(url)}[/]")
 
 
-@app.command()
+# ignore_unknown_options: "-1" (one step back) is a revision, not an option.
+@app.command(context_settings={"ignore_unknown_options": True})
 def downgrade(revision: str = typer.Argument(..., help="Target revision, e.g. -1 or base.")) -> None:
     """Downgrade the schema to REVISION (``base`` drops every perftrack table)."""
     url = settings().effective_database_url
