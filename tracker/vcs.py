@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tracker.errors import InvalidInput
@@ -31,8 +32,16 @@ def upsert_commit(*, session: Session, repository: Repository, commit: CommitIn)
             committed_at=commit.committed_at or utcnow(),
             committed_at_estimated=commit.committed_at is None,
         )
-        session.add(stored)
-        session.flush()
+        try:
+            with session.begin_nested():
+                session.add(stored)
+                session.flush()
+        except IntegrityError:
+            # Another upload of the same new commit inserted it between our look-up and insert.
+            raced = _find_commit(session=session, repository=repository, sha=commit.sha)
+            if raced is None:
+                raise
+            return upsert_commit(session=session, repository=repository, commit=commit)
         return stored
     if len(commit.sha) > len(stored.sha):
         stored.sha = commit.sha  # learn the full sha from a later, more precise upload
@@ -86,8 +95,16 @@ def ensure_candidate(*, session: Session, base: Commit, patches: Sequence[str]) 
         patch_count=len(refs),
         patches=[_patch(position, ref) for position, ref in enumerate(refs)],
     )
-    session.add(candidate)
-    session.flush()
+    try:
+        with session.begin_nested():
+            session.add(candidate)
+            session.flush()
+    except IntegrityError:
+        # The same candidate, created by a concurrent upload or enqueue: use theirs.
+        raced = session.scalar(select(Candidate).where(Candidate.key == key))
+        if raced is None:
+            raise
+        return raced
     return candidate
 
 
