@@ -123,10 +123,26 @@ class Agent:
             host=platform.node(),
         )
 
+    def _register_when_reachable(self) -> bool:
+        """Register, waiting out a tracker (or database) that is down; false if stopped meanwhile.
+
+        A runner started during an outage must not exit: it is the tracker that is away.
+        """
+        while not self._stop.is_set():
+            try:
+                self.register()
+            except TrackerUnavailable as error:
+                logger.warning("cannot register yet, the tracker is unavailable: %s", error)
+                self._stop.wait(self.config.poll_interval_s)
+                continue
+            return True
+        return False
+
     def run(self, *, once: bool = False, idle_exit: Callable[[], bool] | None = None) -> int:
         """Poll and run jobs until stopped; ``once``: until the queue is empty (after one pass)."""
         self.reap_orphans()
-        self.register()
+        if not self._register_when_reachable():
+            return 0
         while not self._stop.is_set():
             self.flush_spool()
             try:
@@ -304,6 +320,13 @@ class Agent:
                 self.spool.reject(item, f"tracker refused the attempt: {error.detail}")
                 continue
             except TrackerError as error:
+                if error.status in (401, 403):
+                    # A revoked or rotated token: the result stays spooled until the runner is
+                    # restarted with a valid one (the attempt decides then whether it still counts).
+                    logger.error(
+                        "upload of job %s refused for this token (%s); kept in the spool", item.job_id, error
+                    )
+                    return
                 self.spool.reject(item, f"tracker refused the upload: {error}")
                 continue
             self.spool.done(item)

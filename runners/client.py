@@ -87,9 +87,17 @@ class TrackerClient:
         return JobSpec.from_json(self._json(response))
 
     def heartbeat(self, *, runner: str, job_id: int, attempt: int) -> None:
-        """Extend the lease; :class:`LeaseLost` when it is gone."""
+        """Extend the lease; :class:`LeaseLost` when it is gone.
+
+        Tried once: the next beat is the retry. Backing off here would hold the agent, which waits
+        for the heartbeat thread before it uploads, for as long as the tracker is down.
+        """
         self._request(
-            "POST", f"/jobs/{job_id}/heartbeat", params={"runner": runner}, json={"attempt": attempt}
+            "POST",
+            f"/jobs/{job_id}/heartbeat",
+            params={"runner": runner},
+            json={"attempt": attempt},
+            retries=0,
         )
 
     def upload(self, *, runner: str, job_id: int, payload: dict[str, Any]) -> dict[str, Any]:
@@ -107,10 +115,13 @@ class TrackerClient:
             json={"attempt": attempt, "reason": reason},
         )
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def _request(
+        self, method: str, path: str, *, retries: int | None = None, **kwargs: Any
+    ) -> httpx.Response:
         delay = self._backoff_s
         last_problem = ""
-        for attempt in range(self._retries + 1):
+        tries = (self._retries if retries is None else retries) + 1
+        for attempt in range(tries):
             if attempt:
                 self._sleep(delay)
                 delay = min(delay * 2, self._max_backoff_s)
@@ -127,7 +138,7 @@ class TrackerClient:
             if response.status_code >= 400:
                 raise TrackerError(response.status_code, _detail(response))
             return response
-        raise TrackerUnavailable(0, f"{method} {path}: {last_problem} (after {self._retries + 1} tries)")
+        raise TrackerUnavailable(0, f"{method} {path}: {last_problem} (after {tries} tries)")
 
     @staticmethod
     def _json(response: httpx.Response) -> dict[str, Any]:

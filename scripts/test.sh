@@ -58,4 +58,4 @@ step "pytest on SQLite (with the browser tests)"
 pytest -q
 
 step "pytest on PostgreSQL (the tests that touch a database)"
-PERFTRACK_TEST_DATABASE_URL="$PG_URL" pytest -q -m "not browser" tests/tracker tests/web tests/runners/test_agent.py
+PERFTRACK_TEST_DATABASE_URL="$PG_URL" pytest -q -m "not browser" tests/tracker tests/web tests/runners/test_agent.py tests/faults

@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 from tracker.alert_log import ACTOR, record
 from tracker.changepoints import Change, Detection
 from tracker.confirmation import enqueue_confirmation, settle_after_reruns, settle_vanished
+from tracker.metrics import timed_detection
 from tracker.models import (
     Alert,
     AlertStatus,
@@ -92,6 +93,7 @@ class _Context:
         return None
 
 
+@timed_detection("series")
 def evaluate_series(
     *,
     session: Session,

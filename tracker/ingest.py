@@ -14,19 +14,31 @@ from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict, InvalidInput, PayloadTooLarge
 from tracker.history import GitHistory
 from tracker.jobs import finish_job, live_job
+from tracker.metrics import record_result
 from tracker.models import Run, RunArtifacts, Runner, RunSource, RunStage, RunStatus, utcnow
 from tracker.reactions import after_import, after_job_run
 from tracker.schemas import JobResultIn, MeasurementIn, ResultIn
+from tracker.settings import Settings
 from tracker.stats import summarize_steps
 from tracker.vcs import ensure_candidate, upsert_commit
 
 
 @dataclass(frozen=True)
 class IngestLimits:
-    """Size limits an upload must respect."""
+    """Size limits an upload must respect, and whether detection waits for the scheduler."""
 
     max_log_bytes: int
     max_steps_per_run: int
+    defer_detection: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> IngestLimits:
+        """The limits and detection mode the settings give."""
+        return cls(
+            max_log_bytes=settings.max_log_bytes,
+            max_steps_per_run=settings.max_steps_per_run,
+            defer_detection=settings.detection_deferred,
+        )
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,14 @@ def ingest_result(
     run.commit = commit
     outcome = _insert_once(session=session, run=run, key=key, digest=digest)
     if outcome.created:
-        after_import(session=session, run=outcome.run, now=now or utcnow(), history=history)
+        record_result(source=run.source.value, status=run.status.value)
+        after_import(
+            session=session,
+            run=outcome.run,
+            now=now or utcnow(),
+            history=history,
+            defer=limits.defer_detection,
+        )
     return outcome
 
 
@@ -118,10 +137,13 @@ def ingest_job_result(
     artifacts.output_digest = result.output_digest
     outcome = _insert_once(session=session, run=run, key=key, digest=digest)
     if outcome.created:
+        record_result(source=run.source.value, status=run.status.value)
         finished_at = now or utcnow()
         finish_job(job=job, runner=runner, failure_reason=run.failure_reason, now=finished_at)
         session.flush()
-        after_job_run(session=session, job=job, run=run, now=finished_at, history=history)
+        after_job_run(
+            session=session, job=job, run=run, now=finished_at, history=history, defer=limits.defer_detection
+        )
     return outcome
 
 

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from tracker.errors import Conflict, InvalidInput, NotFound
+from tracker.metrics import record_lease_expiries
 from tracker.models import (
     ApiToken,
     Arm,
@@ -178,6 +179,7 @@ def expire_leases(*, session: Session, now: dt.datetime | None = None) -> list[J
         else:
             job.state = JobState.QUEUED
     session.flush()
+    record_lease_expiries(len(expired))
     return list(expired)
 
 

@@ -8,7 +8,7 @@ A pattern without ``/`` matches a file name in any directory (``*.cu``), as ``.g
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -69,14 +69,14 @@ class CaseSelection:
     because: dict[str, str] = field(default_factory=dict)
     fallback: bool = False
 
-    def describe(self, files_seen: int) -> str:
-        """One sentence for the PR comment: how the cases were chosen."""
+    def describe(self, files_seen: int, *, quote: Callable[[str], str] = lambda text: f"`{text}`") -> str:
+        """One sentence for the PR comment: how the cases were chosen (``quote`` renders a name or path)."""
         if self.fallback:
             return (
                 f"none of the {files_seen} files this PR touches selects a case, so every case of the "
                 "repository runs"
             )
-        reasons = ", ".join(f"`{slug}` (`{self.because[slug]}`)" for slug in self.chosen)
+        reasons = ", ".join(f"{quote(slug)} ({quote(self.because[slug])})" for slug in self.chosen)
         return f"chosen from the {files_seen} files this PR touches: {reasons}"
 
 

@@ -58,6 +58,9 @@ def parse_metric(value: str) -> Metric:
 
 BASELINE_RUNS = 5  # the overview's baseline: median of this many runs before the latest
 SPARKLINE_RUNS = 20  # runs drawn in an overview sparkline
+LATEST_POINTS = max(SPARKLINE_RUNS, BASELINE_RUNS + 1)  # newest points the overview reads per series
+RECENT_COMMITS = LATEST_POINTS + 5  # commits the overview's first, indexed pass ranks runs of
+NIGHTLY_WINDOW = dt.timedelta(days=7)  # how far back from the newest run the first pass looks for nightlies
 RECENT_REGRESSION = dt.timedelta(days=30)  # a regression counts as recent within this of the newest run
 
 
@@ -133,7 +136,7 @@ def _plain_branch_runs() -> tuple[ColumnElement[bool], ...]:
 
 
 def overview(*, session: Session) -> list[OverviewRow]:
-    """Every current case × hardware kind it runs on or has runs for, in seven queries.
+    """Every current case × hardware kind it runs on or has runs for, in eleven queries whatever the data.
 
     Rows with an open regression come first, then those with a recent one (fixed or acknowledged),
     then by model family, case and hardware.
@@ -149,58 +152,9 @@ def overview(*, session: Session) -> list[OverviewRow]:
         .where(Case.is_current.is_(True))
         .group_by(Run.case_id, Run.hardware_kind_id)
     ).all()
-    ranked = (
-        select(
-            Run.id,
-            Run.case_id,
-            Run.hardware_kind_id,
-            Run.denoise_step_ms,
-            Run.denoise_step_basis,
-            Commit.sha,
-            Commit.committed_at,
-            func.row_number()
-            .over(
-                partition_by=(Run.case_id, Run.hardware_kind_id),
-                order_by=(Commit.committed_at.desc(), Run.id.desc()),
-            )
-            .label("rank"),
-        )
-        .join(Commit, Commit.id == Run.commit_id)
-        .join(Case, Case.id == Run.case_id)
-        .join(Candidate, Candidate.id == Run.candidate_id)
-        .outerjoin(Job, Job.id == Run.job_id)
-        .where(*_plain_branch_runs(), Run.status == RunStatus.OK, Run.denoise_step_ms.is_not(None))
-        .subquery()
-    )
-    latest_rows = session.execute(
-        select(ranked).where(ranked.c.rank <= max(SPARKLINE_RUNS, BASELINE_RUNS + 1)).order_by(ranked.c.rank)
-    ).all()
-    latest: dict[tuple[int, int], list[Any]] = {}
-    for row in latest_rows:
-        latest.setdefault((row.case_id, row.hardware_kind_id), []).append(row)
-    nightly_ranked = (
-        select(
-            Run.id,
-            Run.case_id,
-            Run.hardware_kind_id,
-            Run.status,
-            func.coalesce(Run.measured_at, Run.created_at).label("at"),
-            func.row_number()
-            .over(
-                partition_by=(Run.case_id, Run.hardware_kind_id),
-                order_by=(func.coalesce(Run.measured_at, Run.created_at).desc(), Run.id.desc()),
-            )
-            .label("rank"),
-        )
-        .join(Job, Job.id == Run.job_id)
-        .join(Case, Case.id == Run.case_id)
-        .where(Case.is_current.is_(True), Job.reason == JobReason.NIGHTLY)
-        .subquery()
-    )
-    nightly = {
-        (row.case_id, row.hardware_kind_id): row
-        for row in session.execute(select(nightly_ranked).where(nightly_ranked.c.rank == 1))
-    }
+    count_map = {(row.case_id, row.hardware_kind_id): (row.runs, row.failed) for row in counts}
+    latest = _latest_points(session, count_map)
+    nightly = _last_nightly(session, count_map)
     open_alerts = session.execute(
         select(Alert.case_id, Alert.hardware_kind_id, Alert.direction, func.count().label("alerts"))
         .where(Alert.status == AlertStatus.OPEN)
@@ -240,7 +194,6 @@ def overview(*, session: Session) -> list[OverviewRow]:
         select(Case).where(Case.is_current.is_(True)).options(selectinload(Case.hardware))
     ).all()
     kinds = {kind.id: kind for kind in session.scalars(select(HardwareKind))}
-    count_map = {(row.case_id, row.hardware_kind_id): (row.runs, row.failed) for row in counts}
     rows: list[OverviewRow] = []
     for case in cases:
         kind_ids = [entry.hardware_kind_id for entry in case.hardware]
@@ -292,6 +245,127 @@ def overview(*, session: Session) -> list[OverviewRow]:
             )
     rows.sort(key=lambda row: (row.rank, row.family, row.case_slug, row.hardware))
     return rows
+
+
+def _latest_points(
+    session: Session, counts: dict[tuple[int, int], tuple[int, int]]
+) -> dict[tuple[int, int], list[Any]]:
+    """The newest :data:`LATEST_POINTS` series points of every series, newest first.
+
+    A first pass ranks only the runs of the newest :data:`RECENT_COMMITS` commits (an index
+    lookup instead of a window over every run); a series with fewer points there and more runs
+    in all is ranked again over all its runs. Any run left out of the first pass is on an older
+    commit than every run in it, so the result is exactly that of one pass over all runs.
+    """
+    cutoff = session.scalar(
+        select(Commit.committed_at).order_by(Commit.committed_at.desc()).offset(RECENT_COMMITS - 1).limit(1)
+    )
+    latest = _ranked_points(session, since=cutoff)
+    short = {
+        key
+        for key, (runs, _) in counts.items()
+        if len(latest.get(key, [])) < LATEST_POINTS and runs > len(latest.get(key, []))
+    }
+    # Always run (if need be, for no case at all): the page's query count stays the same.
+    if cutoff is None:
+        short = set()  # the first pass read every run
+    again = _ranked_points(session, case_ids={case_id for case_id, _ in short})
+    latest.update({key: again.get(key, []) for key in short})
+    return latest
+
+
+def _ranked_points(
+    session: Session, *, since: dt.datetime | None = None, case_ids: set[int] | None = None
+) -> dict[tuple[int, int], list[Any]]:
+    conditions = [*_plain_branch_runs(), Run.status == RunStatus.OK, Run.denoise_step_ms.is_not(None)]
+    if since is not None:  # as a subquery, so that SQLite too starts from the few recent commits
+        conditions.append(Run.commit_id.in_(select(Commit.id).where(Commit.committed_at >= since)))
+    if case_ids is not None:
+        conditions.append(Run.case_id.in_(sorted(case_ids)))
+    ranked = (
+        select(
+            Run.id,
+            Run.case_id,
+            Run.hardware_kind_id,
+            Run.denoise_step_ms,
+            Run.denoise_step_basis,
+            Commit.sha,
+            Commit.committed_at,
+            func.row_number()
+            .over(
+                partition_by=(Run.case_id, Run.hardware_kind_id),
+                order_by=(Commit.committed_at.desc(), Run.id.desc()),
+            )
+            .label("rank"),
+        )
+        .join(Commit, Commit.id == Run.commit_id)
+        .join(Case, Case.id == Run.case_id)
+        .join(Candidate, Candidate.id == Run.candidate_id)
+        .outerjoin(Job, Job.id == Run.job_id)
+        .where(*conditions)
+        .subquery()
+    )
+    latest: dict[tuple[int, int], list[Any]] = {}
+    for row in session.execute(select(ranked).where(ranked.c.rank <= LATEST_POINTS).order_by(ranked.c.rank)):
+        latest.setdefault((row.case_id, row.hardware_kind_id), []).append(row)
+    return latest
+
+
+def _last_nightly(
+    session: Session, counts: dict[tuple[int, int], tuple[int, int]]
+) -> dict[tuple[int, int], Any]:
+    """The newest nightly run of every series (by when it ran), if it has one.
+
+    A first pass looks only at runs of the last :data:`NIGHTLY_WINDOW` before the newest run
+    (``ix_runs_measured_at``); series without a nightly run there are looked up over all their
+    runs. A run outside the window ran before every run inside it, so nothing differs from one
+    pass over all runs.
+    """
+    newest = _as_utc(session.scalar(select(func.max(Run.measured_at))))
+    since = newest - NIGHTLY_WINDOW if newest is not None else None
+    found = _nightly_ranked(session, since=since)
+    missing = {key for key in counts if key not in found} if since is not None else set()
+    again = _nightly_ranked(session, case_ids={case_id for case_id, _ in missing})  # always: see above
+    found.update({key: again[key] for key in missing if key in again})
+    return found
+    missing = {key for key in counts if key not in found}
+    if missing:
+        again = _nightly_ranked(session, case_ids={case_id for case_id, _ in missing})
+        found.update({key: again[key] for key in missing if key in again})
+    return found
+
+
+def _nightly_ranked(
+    session: Session, *, since: dt.datetime | None = None, case_ids: set[int] | None = None
+) -> dict[tuple[int, int], Any]:
+    at = func.coalesce(Run.measured_at, Run.created_at)
+    conditions = [Case.is_current.is_(True), Job.reason == JobReason.NIGHTLY]
+    if since is not None:
+        recent = select(Run.id).where(Run.measured_at >= since)
+        undated = select(Run.id).where(Run.measured_at.is_(None), Run.created_at >= since)
+        conditions.append(Run.id.in_(recent.union_all(undated)))  # two range scans of indexes
+    if case_ids is not None:
+        conditions.append(Run.case_id.in_(sorted(case_ids)))
+    nightly_ranked = (
+        select(
+            Run.id,
+            Run.case_id,
+            Run.hardware_kind_id,
+            Run.status,
+            at.label("at"),
+            func.row_number()
+            .over(partition_by=(Run.case_id, Run.hardware_kind_id), order_by=(at.desc(), Run.id.desc()))
+            .label("rank"),
+        )
+        .join(Job, Job.id == Run.job_id)
+        .join(Case, Case.id == Run.case_id)
+        .where(*conditions)
+        .subquery()
+    )
+    return {
+        (row.case_id, row.hardware_kind_id): row
+        for row in session.execute(select(nightly_ranked).where(nightly_ranked.c.rank == 1))
+    }
 
 
 def _as_utc(value: dt.datetime | None) -> dt.datetime | None:

@@ -11,7 +11,7 @@ import datetime as dt
 
 from sqlalchemy.orm import Session
 
-from tracker import bisection
+from tracker import bisection, pending
 from tracker.alerts import evaluate_series
 from tracker.comparisons import comparison_job_ended, record_comparison_job
 from tracker.github import bot as github_bot
@@ -23,9 +23,18 @@ SERIES_REASONS = (JobReason.NIGHTLY, JobReason.CONFIRM, JobReason.BISECT, JobRea
 
 
 def after_job_run(
-    *, session: Session, job: Job, run: Run, now: dt.datetime, history: GitHistory | None = None
+    *,
+    session: Session,
+    job: Job,
+    run: Run,
+    now: dt.datetime,
+    history: GitHistory | None = None,
+    defer: bool = False,
 ) -> None:
-    """React to the run a job attempt stored (its job is already done or failed)."""
+    """React to the run a job attempt stored (its job is already done or failed).
+
+    ``defer``: only mark the series for the scheduler's next evaluation (``tracker.pending``).
+    """
     if job.comparison_id is not None:
         comparison = record_comparison_job(session=session, job=job, run=run, now=now)
         github_bot.comparison_changed(session=session, comparison=comparison)
@@ -35,7 +44,9 @@ def after_job_run(
     if job.reason is JobReason.BISECT:
         bisection.record_job(session=session, job=job, run=run, now=now)
     if _is_plain(session, job.candidate_id):
-        _evaluate(session=session, case=job.case, hardware=job.hardware_kind, now=now, history=history)
+        _evaluate(
+            session=session, case=job.case, hardware=job.hardware_kind, now=now, history=history, defer=defer
+        )
 
 
 def after_job_ended(
@@ -52,10 +63,24 @@ def after_job_ended(
         _evaluate(session=session, case=job.case, hardware=job.hardware_kind, now=now, history=history)
 
 
-def after_import(*, session: Session, run: Run, now: dt.datetime, history: GitHistory | None = None) -> None:
+def after_import(
+    *, session: Session, run: Run, now: dt.datetime, history: GitHistory | None = None, defer: bool = False
+) -> None:
     """React to an imported run: it is a series point when it measured a plain commit."""
     if _is_plain(session, run.candidate_id):
-        _evaluate(session=session, case=run.case, hardware=run.hardware_kind, now=now, history=history)
+        _evaluate(
+            session=session, case=run.case, hardware=run.hardware_kind, now=now, history=history, defer=defer
+        )
+
+
+def evaluate_pending_series(*, session: Session, now: dt.datetime, history: GitHistory | None) -> list[Alert]:
+    """Evaluate the series uploads marked under deferred detection (the scheduler calls this)."""
+    return pending.evaluate_pending(
+        session=session,
+        evaluate=lambda case, kind: _evaluate(
+            session=session, case=case, hardware=kind, now=now, history=history
+        ),
+    )
 
 
 def _is_plain(session: Session, candidate_id: int) -> bool:
@@ -64,8 +89,18 @@ def _is_plain(session: Session, candidate_id: int) -> bool:
 
 
 def _evaluate(
-    *, session: Session, case: Case, hardware: HardwareKind, now: dt.datetime, history: GitHistory | None
+    *,
+    session: Session,
+    case: Case,
+    hardware: HardwareKind,
+    now: dt.datetime,
+    history: GitHistory | None,
+    defer: bool = False,
 ) -> list[Alert]:
+    if defer:
+        pending.mark_pending(session=session, case_id=case.id, hardware_kind_id=hardware.id, now=now)
+        return []
+
     def bisect(alert: Alert) -> None:
         if alert.confirmation in ("confirmed", "held"):
             bisection.start_bisection(session=session, alert=alert, history=history, now=now)

@@ -18,7 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 SHA_PATTERN = re.compile(r"^[0-9a-f]{7,40}$")
 PATCH_REF_PATTERN = re.compile(r"^(?:[0-9a-f]{7,40}|refs/pull/\d+/head|#\d+)$")
 
-PositiveMs = Annotated[float, Field(gt=0, allow_inf_nan=False, le=1e9)]
+# At least a nanosecond: detection takes logs of ratios, which a subnormal (5e-324) turns into log(0).
+PositiveMs = Annotated[float, Field(ge=1e-6, allow_inf_nan=False, le=1e9)]
 NonNegativeMs = Annotated[float, Field(ge=0, allow_inf_nan=False, le=1e10)]
 Count = Annotated[int, Field(ge=0, le=10_000_000)]
 
@@ -40,8 +41,24 @@ Sha = Annotated[str, AfterValidator(_sha)]
 AwareDatetime = Annotated[dt.datetime, AfterValidator(_aware)]
 
 
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    return value
+
+
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul_characters(cls, data: Any) -> Any:
+        """PostgreSQL's text and JSONB cannot hold U+0000: it becomes U+FFFD, as the runner's log reader does."""
+        return _without_nul(data)
 
 
 class CommitIn(_In):
@@ -89,7 +106,7 @@ class MeasurementIn(_In):
     denoise_stage_ms: PositiveMs | None = None
     stages: Annotated[list[StageIn], Field(max_length=256)] = []
     e2e_ms: PositiveMs | None = None
-    peak_memory_mb: Annotated[float, Field(gt=0, allow_inf_nan=False, le=1e8)] | None = None
+    peak_memory_mb: Annotated[float, Field(ge=1e-3, allow_inf_nan=False, le=1e8)] | None = None
     compile: CompileCounters = CompileCounters()
     requests_seen: Count = 0
     warmup_requests: Count = 0

@@ -94,7 +94,23 @@ class Settings(BaseSettings):
     # all processes), how often the sweeps run, and how often each series gets an A/A calibration.
     scheduler_enabled: bool = False
     sweep_interval_s: int = Field(default=60, ge=5)
+    # Detection after an upload: inline (the alert exists when the upload returns) or deferred (the
+    # upload marks its series; the leading scheduler evaluates marked series every few seconds).
+    # Deferred keeps uploads fast at scale and needs a scheduler running (scheduler_enabled or
+    # `perftrack scheduler`).
+    detection_deferred: bool = False
     calibration_interval_days: int = Field(default=0, ge=0, description="0: no scheduled calibrations")
+
+    # Observability: /metrics asks for this bearer token when set (open otherwise); logs go to
+    # stderr as text or as one JSON object per line, at this level and above.
+    metrics_token: SecretStr | None = None
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_log_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
 
     @field_validator("github_nightly_issue")
     @classmethod

@@ -21,6 +21,7 @@ from tracker.models import ApiToken, TokenRole, utcnow
 
 TOKEN_PREFIX = "pt_"  # noqa: S105 - a visible marker, not a secret
 _TOKEN_SHAPE = re.compile(r"^pt_[A-Za-z0-9_\-]{43}$")
+BOOTSTRAP_ADMIN = "bootstrap-admin"
 _NAME_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,127}$")
 
 
@@ -56,7 +57,7 @@ def ensure_bootstrap_admin(*, session: Session, secret: str) -> ApiToken:
     token = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
     if token is not None:
         return token
-    name = "bootstrap-admin"
+    name = BOOTSTRAP_ADMIN
     existing = session.scalar(select(ApiToken).where(ApiToken.name == name))
     if existing is not None and existing.revoked_at is None:
         # The configured secret changed: retire the old bootstrap token.
@@ -92,6 +93,26 @@ def revoke_token(*, session: Session, name: str) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at = utcnow()
     return token
+
+
+def rotate_token(*, session: Session, name: str) -> IssuedToken:
+    """Replace a token's secret: the old one stops working at once, the new one is returned once.
+
+    The old row is kept, revoked and renamed ``NAME-rotated-ID`` (its history and last use stay on
+    record, and dashboard sessions signed in with it end); a new row takes the name and role.
+    """
+    old = session.scalar(select(ApiToken).where(ApiToken.name == name))
+    if old is None:
+        raise NotFound(f"no token named {name!r}")
+    if old.revoked_at is not None:
+        raise Conflict(f"token {name!r} is revoked; create a new token instead")
+    if name == BOOTSTRAP_ADMIN:
+        raise Conflict(f"{name!r} comes from PERFTRACK_ADMIN_TOKEN; change that setting to rotate it")
+    suffix = f"-rotated-{old.id}"
+    old.revoked_at = utcnow()
+    old.name = name[: 128 - len(suffix)] + suffix
+    session.flush()  # free the name before the new row takes it
+    return create_token(session=session, name=name, role=old.role)
 
 
 def list_tokens(*, session: Session) -> list[ApiToken]:

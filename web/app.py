@@ -25,6 +25,8 @@ from web.api.main import api_router
 from web.auth import WebSessionMiddleware
 from web.errors import install_error_handlers
 from web.limits import BodySizeLimit
+from web.metrics import router as metrics_router
+from web.observe import RequestObserver
 from web.pages.main import pages_router
 from web.schemas import Health
 from web.state import AppState
@@ -114,9 +116,11 @@ def create_app(
         secret=settings.session_secret.get_secret_value(),
         max_age_s=settings.session_max_age_s,
     )
+    app.add_middleware(RequestObserver)  # added last: outermost, so it times and logs every answer
     app.include_router(api_router)
     app.include_router(pages_router)
     app.include_router(vendor_router)
+    app.include_router(metrics_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get(

@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker.errors import Forbidden
+from tracker.errors import Forbidden, InvalidInput
 from tracker.history import GitHistory
 from tracker.models import ApiToken, TokenRole
 from tracker.settings import Settings
@@ -83,6 +83,18 @@ def require_admin(session: WriteSessionDep, credentials: BearerDep) -> ApiToken:
 
 RunnerTokenDep = Annotated[ApiToken, Depends(require_runner)]
 AdminTokenDep = Annotated[ApiToken, Depends(require_admin)]
+
+
+# NUL characters: PostgreSQL text cannot hold U+0000, so a path or query parameter carrying one is
+# refused up front (422) instead of failing in the database. Bodies keep theirs as U+FFFD (see
+# tracker.schemas and web.schemas.params.InModel): an upload must not be lost over a binary log.
+
+
+def refuse_nul_characters(request: Request) -> None:
+    """Refuse (422) a NUL character in a path or query parameter."""
+    for name, value in (*request.path_params.items(), *request.query_params.multi_items()):
+        if "\x00" in name or "\x00" in str(value):
+            raise InvalidInput(name.replace("\x00", ""), "contains a NUL character")
 
 
 # Dashboard (HTML) sign-in: a signed session cookie, see web/auth.py.

@@ -1,13 +1,22 @@
-"""Map tracker errors and validation failures to JSON responses: one handler, no tracebacks."""
+"""Map tracker errors and validation failures to JSON responses: one handler, no tracebacks.
+
+Error messages may quote what the caller sent (``unknown case 'x'``); before one goes out, anything
+shaped like a perftrack token and every configured secret is replaced by ``[redacted]``, so a
+token pasted into the wrong field never comes back in a response (validation errors never carry
+the ``input`` either).
+"""
 
 from __future__ import annotations
 
 import logging
+import re
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tracker.errors import (
@@ -23,6 +32,51 @@ from tracker.schemas import describe_errors
 from web.pages.templating import templates
 
 logger = logging.getLogger("perftrack.web")
+_TOKEN_LIKE = re.compile(r"pt_[A-Za-z0-9_\-]{16,}")
+_REDACTED = "[redacted]"
+
+
+def _secrets(request: Request) -> list[str]:
+    state = getattr(request.app.state, "perftrack", None)
+    if state is None:
+        return []
+    settings = state.settings
+    values = [
+        getattr(settings, name, None)
+        for name in (
+            "admin_token",
+            "token",
+            "session_secret",
+            "github_webhook_secret",
+            "github_app_private_key",
+            "github_token",
+            "metrics_token",
+        )
+    ]
+    return [value.get_secret_value() for value in values if value is not None]
+
+
+def redact(request: Request, text: str) -> str:
+    """``text`` without token-shaped strings or configured secret values."""
+    for secret in _secrets(request):
+        if len(secret) >= 8:
+            text = text.replace(secret, _REDACTED)
+    return _TOKEN_LIKE.sub(_REDACTED, text)
+
+
+def _problems(request: Request, errors: Any) -> list[dict[str, Any]]:
+    """Validation problems as loc, msg and type only (never the input), redacted."""
+    return [
+        {
+            "loc": [
+                redact(request, part) if isinstance(part, str) else part for part in problem.get("loc", ())
+            ],
+            "msg": redact(request, str(problem.get("msg", ""))),
+            "type": str(problem.get("type", "")),
+        }
+        for problem in errors
+    ]
+
 
 _STATUS: list[tuple[type[PerftrackError], int]] = [
     (Forbidden, 403),
@@ -49,34 +103,42 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _perftrack_error(request: Request, error: PerftrackError) -> Response:
         status = status_for(error)
         if _wants_html(request):
-            return _html_error(request, status, str(error))
+            return _html_error(request, status, redact(request, str(error)))
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        body: dict[str, object] = {"detail": str(error)}
+        body: dict[str, object] = {"detail": redact(request, str(error))}
         if isinstance(error, InvalidInput):
             body["field"] = error.field
         return JSONResponse(body, status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _request_invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
-        problems = [
-            {key: value for key, value in problem.items() if key in ("loc", "msg", "type")}
-            for problem in error.errors()
-        ]
+    async def _request_invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = _problems(request, error.errors())
         return JSONResponse({"detail": describe_errors(problems), "errors": problems}, status_code=422)
 
     @app.exception_handler(ValidationError)
-    async def _model_invalid(_request: Request, error: ValidationError) -> JSONResponse:
-        problems = [
-            {key: value for key, value in problem.items() if key in ("loc", "msg", "type")}
-            for problem in error.errors(include_url=False)
-        ]
+    async def _model_invalid(request: Request, error: ValidationError) -> JSONResponse:
+        problems = _problems(request, error.errors(include_url=False))
         return JSONResponse({"detail": describe_errors(problems), "errors": problems}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, error: StarletteHTTPException) -> Response:
+        detail = redact(request, str(error.detail))
         if _wants_html(request):
-            return _html_error(request, error.status_code, str(error.detail))
-        return JSONResponse({"detail": error.detail}, status_code=error.status_code, headers=error.headers)
+            return _html_error(request, error.status_code, detail)
+        return JSONResponse({"detail": detail}, status_code=error.status_code, headers=error.headers)
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    async def _database_unavailable(request: Request, error: Exception) -> Response:
+        # The database is down, restarting or locked: a passing state clients should retry.
+        logger.warning("database unavailable on %s %s: %s", request.method, request.url.path, error)
+        headers = {"Retry-After": "5"}
+        message = "the database is unavailable; retry shortly"
+        if _wants_html(request):
+            page = _html_error(request, 503, message)
+            page.headers.update(headers)
+            return page
+        return JSONResponse({"detail": message}, status_code=503, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, error: Exception) -> Response:

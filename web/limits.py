@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -28,28 +29,35 @@ class BodySizeLimit:
                     await self._refuse(send)
                     return
         received = 0
+        too_large = False
         response_started = False
 
         async def limited_receive() -> Message:
-            nonlocal received
+            nonlocal received, too_large
+            if too_large:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
+                    too_large = True
                     raise _TooLarge
             return message
 
-        async def tracking_send(message: Message) -> None:
+        async def guarded_send(message: Message) -> None:
             nonlocal response_started
+            # Whatever the app makes of a body cut off mid-stream (FastAPI turns the exception
+            # into a 400 "error parsing the body") is replaced by the 413 below.
+            if too_large and not response_started:
+                return
             if message["type"] == "http.response.start":
                 response_started = True
             await send(message)
 
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not response_started:
-                await self._refuse(send)
+        with contextlib.suppress(_TooLarge):  # raised by limited_receive, answered below
+            await self.app(scope, limited_receive, guarded_send)
+        if too_large and not response_started:
+            await self._refuse(send)
 
     async def _refuse(self, send: Send) -> None:
         body = json.dumps({"detail": f"request body is over the limit of {self.max_bytes} bytes"}).encode()

@@ -49,7 +49,10 @@ class LogCapture:
         self._lock = threading.Lock()
 
     def add(self, line: str) -> None:
-        """Record one line (without its newline)."""
+        """Record one line (without its newline); NUL characters become U+FFFD, as invalid UTF-8
+        already did: no text column (PostgreSQL's least of all) stores a NUL."""
+        if "\x00" in line:
+            line = line.replace("\x00", "\ufffd")
         if self._on_line is not None:
             try:
                 self._on_line(line)

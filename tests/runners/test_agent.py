@@ -167,6 +167,35 @@ def test_uploads_wait_in_the_spool_and_are_stored_once(
     assert live.job(job)["state"] == "done"
 
 
+class RevokedTokenTransport(httpx.HTTPTransport):
+    """Answers result uploads with 401 while ``revoked`` (the token was rotated under the runner)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.revoked = True
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if self.revoked and request.url.path.endswith("/result"):
+            return httpx.Response(401, json={"detail": "invalid or revoked token"})
+        return super().handle_request(request)
+
+
+def test_an_upload_refused_for_its_token_stays_in_the_spool(
+    live: Tracker, upstream: Upstream, tmp_path: Path
+) -> None:
+    job = live.enqueue(upstream.main[2])
+    transport = RevokedTokenTransport()
+    agent = make_agent(live, tmp_path / "work", transport=transport)
+    assert agent.run(once=True) == 1
+    assert len(agent.spool.pending()) == 1
+    assert not list((tmp_path / "work" / "spool" / "rejected").glob("*"))  # kept, not set aside
+    assert live.runs_of(job) == []
+    transport.revoked = False  # the runner came back with a valid token
+    agent.flush_spool()
+    assert agent.spool.pending() == []
+    assert len(live.runs_of(job)) == 1
+
+
 def start_runner(live: Tracker, workdir: Path, name: str, scenario: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "FAKE_SGLANG_SCENARIO": scenario, "PERFTRACK_TOKEN": live.runner_token}
     env.pop("PERFTRACK_DATABASE_URL", None)

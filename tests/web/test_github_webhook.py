@@ -205,6 +205,9 @@ def test_the_allow_list_lets_a_user_in_without_write_access(
         ("/perf qwen-image-t2i-1024 on GB300", ["does not run on GB300", "runs on H200"]),
         ("/perf qwen-image-t2i-1024 with #99999", ["#99999 does not exist"]),
         ("/perf qwen-image-t2i-1024 rounds many", ["whole number", "/perf help"]),
+        # What the user typed comes back inside a code span nothing in it can close.
+        ("/perf <img src=x>`a`", ["unknown case `<img`, `` src=x>`a` ``"]),
+        ("/perf qwen-image-t2i-1024 rounds <b>", ["not `<b>`"]),
     ],
 )
 def test_wrong_commands_get_a_helpful_reply(
@@ -272,6 +275,18 @@ def test_a_bare_perf_measures_the_cases_of_the_files_the_pr_touches(
         "`qwen-image-t2i-1024` (`python/sglang/multimodal_gen/runtime/models/dits/qwen_image_new.py`)"
         in (comment["body"])
     )
+
+
+def test_file_names_in_the_case_selection_cannot_break_out_of_their_code_span(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    hostile = "python/sglang/multimodal_gen/runtime/models/dits/qwen_image`<img src=x onerror=alert(1)>`.py"
+    fake.pull_files[(REPO, PR)] = [{"filename": hostile, "status": "added"}]
+    hook.comment("/perf")
+    [comparison] = comparisons(session)
+    assert f"``{hostile}``" in comparison.case_selection
+    [comment] = fake.comments_on(PR)
+    assert f"``{hostile}``" in comment["body"]
 
 
 def test_shared_code_selects_every_case_and_hardware_narrows_the_choice(

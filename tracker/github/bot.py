@@ -30,6 +30,7 @@ from tracker.github.commands import (
     find_command,
     parse_command,
 )
+from tracker.github.render import code
 from tracker.models import Case, Comparison, ComparisonState, GithubOutbox, Repository, Verdict
 from tracker.pathglob import select_cases
 from tracker.settings import Settings
@@ -221,7 +222,7 @@ def _rerun(
         comparison = _start(session=session, client=client, event=as_comment, command=command)
     except (CommandError, InvalidInput) as error:
         message = error.message if isinstance(error, InvalidInput) else str(error)
-        _reply(session, as_comment, f"perftrack could not re-run `{text}` after the {why}: {message}")
+        _reply(session, as_comment, f"perftrack could not re-run {code(text)} after the {why}: {message}")
         return f"rejected: {message}"
     comparison.requested_by = author
     comparison.case_selection = f"{comparison.case_selection} (re-run on {why})"
@@ -324,7 +325,7 @@ def _start(
         if not eligible:
             raise CommandError(f"no case of {event.repository} runs on {', '.join(command.hardware)}")
         chosen = select_cases([(case.slug, case.paths) for case in eligible], files)
-        cases, selection = chosen.chosen, chosen.describe(len(files))
+        cases, selection = chosen.chosen, chosen.describe(len(files), quote=code)
     hardware = _hardware(session=session, current=current, cases=cases, named=command.hardware)
     for number in command.stacked:
         if number == event.pr_number:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ logger = logging.getLogger(__name__)
 _API_VERSION = "2022-11-28"
 _TOKEN_MARGIN = dt.timedelta(minutes=5)  # refresh an installation token this long before it expires
 _MAX_WAIT_S = 60.0
+
+
+_BEARER = re.compile(r"Bearer\s+\S+", re.IGNORECASE)
 
 
 class GithubError(Exception):
@@ -162,10 +166,19 @@ class GithubClient:
                 logger.info("GitHub %s %s: %d, retrying in %.1f s", method, path, response.status_code, wait)
                 self._sleep(wait)
                 continue
+            message = self._redact(_message(response))
             raise GithubError(
-                f"{method} {path}: {response.status_code} {_message(response)}", status=response.status_code
+                f"{method} {path}: {response.status_code} {message}", status=response.status_code
             )
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _redact(self, text: str) -> str:
+        """``text`` without any credential this client holds (GitHub may quote what it was sent)."""
+        held = [self._token, *(token.value for token in self._installation_tokens.values())]
+        for secret in held:
+            if secret:
+                text = text.replace(secret, "[redacted]")
+        return _BEARER.sub("Bearer [redacted]", text)
 
     def _wait(self, attempt: int, response: httpx.Response | None) -> float:
         if response is not None:

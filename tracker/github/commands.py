@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tracker.github.render import code
+
 PREFIX = "/perf"
 MAX_ROUNDS = 64
 _PR = re.compile(r"^#?(\d+)$")
@@ -89,12 +91,12 @@ def parse_command(line: str) -> PerfCommand:
             hardware.extend(name for name in word.split(",") if name)
         elif clause == "rounds":
             if rounds is not None:
-                raise CommandError(f"`rounds` takes one number, not {word!r} as well")
+                raise CommandError(f"`rounds` takes one number, not {code(word)} as well")
             rounds = _rounds(word)
         else:
             match = _PR.match(word.rstrip(","))
             if match is None:
-                raise CommandError(f"`with` takes pull requests as #NUMBER, not {word!r}")
+                raise CommandError(f"`with` takes pull requests as #NUMBER, not {code(word)}")
             stacked.append(int(match.group(1)))
     if clause == "on" and not hardware:
         raise CommandError("`on` needs hardware kinds, e.g. `on H200,GB300`")
@@ -114,7 +116,7 @@ def parse_command(line: str) -> PerfCommand:
 
 def _rounds(word: str) -> int:
     if not word.isdigit() or not 1 <= int(word) <= MAX_ROUNDS:
-        raise CommandError(f"`rounds` must be a whole number from 1 to {MAX_ROUNDS}, not {word!r}")
+        raise CommandError(f"`rounds` must be a whole number from 1 to {MAX_ROUNDS}, not {code(word)}")
     return int(word)
 
 
@@ -129,7 +131,7 @@ def expand_cases(patterns: Sequence[str], known: Iterable[str]) -> list[str]:
             unknown.append(pattern)
         chosen.extend(matched)
     if unknown:
-        names = ", ".join(f"`{name}`" for name in unknown)
+        names = ", ".join(code(name) for name in unknown)
         raise CommandError(f"unknown case {names}; valid cases: {', '.join(slugs) or 'none'}")
     return list(dict.fromkeys(chosen))
 
@@ -139,6 +141,6 @@ def check_hardware(names: Sequence[str], known: Iterable[str]) -> list[str]:
     by_lower = {name.lower(): name for name in known}
     unknown = [name for name in names if name.lower() not in by_lower]
     if unknown:
-        names_text = ", ".join(f"`{name}`" for name in unknown)
+        names_text = ", ".join(code(name) for name in unknown)
         raise CommandError(f"unknown hardware {names_text}; valid: {', '.join(sorted(by_lower.values()))}")
     return [by_lower[name.lower()] for name in names]

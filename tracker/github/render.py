@@ -1,7 +1,12 @@
-"""The bot's one comment on a pull request: Markdown, rendered from a comparison's current state."""
+"""The bot's one comment on a pull request: Markdown, rendered from a comparison's current state.
+
+Text that users control (the command as typed, logins, notes, case and hardware names) goes through :func:`code` or :func:`plain`, so it can neither break the table
+(pipes, newlines) nor add Markdown or HTML of its own (backticks, links, images, tags, mentions).
+"""
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 
@@ -22,6 +27,32 @@ _STATE = {
     ComparisonState.FAILED: "❌ failed: no arm measured anything",
     ComparisonState.CANCELLED: "🚫 cancelled",
 }
+
+
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]()<>|!~@])")
+_NOT_LOGIN = re.compile(r"[^A-Za-z0-9\-\[\]]")  # GitHub logins (and bot[bot] names)
+_BACKTICKS = re.compile(r"`+")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def plain(text: str) -> str:
+    """``text`` shown literally in Markdown: one line, punctuation escaped, no HTML tags."""
+    escaped = _MARKDOWN_PUNCTUATION.sub(r"\\\1", _one_line(text))
+    return escaped.replace("&", "&amp;").replace("\\<", "&lt;").replace("\\>", "&gt;")
+
+
+def code(text: str, *, cell: bool = False) -> str:
+    """``text`` as an inline code span that nothing inside can close; ``cell``: inside a table."""
+    flat = _one_line(text)
+    longest = max((len(run) for run in _BACKTICKS.findall(flat)), default=0)
+    fence = "`" * (longest + 1)
+    padded = f" {flat} " if flat.startswith("`") or flat.endswith("`") else flat
+    span = f"{fence}{padded}{fence}"
+    # GitHub splits table cells at | even inside code spans; \| keeps it in the cell.
+    return span.replace("|", "\\|") if cell else span
 
 
 def marker(comparison_id: int) -> str:
@@ -50,7 +81,7 @@ def render_comment(view: ComparisonView, *, public_url: str | None) -> str:
         by_hardware.setdefault(result.result.hardware_kind.name, []).append(result)
     for hardware, results in by_hardware.items():
         lines += [
-            f"#### {hardware}",
+            f"#### {plain(hardware)}",
             "",
             "| case | base | this PR | change | 95 % CI | verdict | rounds |",
             "|---|---:|---:|---:|---|---|---:|",
@@ -67,9 +98,10 @@ def render_comment(view: ComparisonView, *, public_url: str | None) -> str:
     lines += [
         "Values are median denoise step times (ms), head vs base over interleaved rounds.",
         "",
-        f"- Command: `{comparison.command or '/perf'}`"
-        + (f" by @{comparison.requested_by}" if comparison.requested_by else ""),
-        *([f"- Cases: {comparison.case_selection}"] if comparison.case_selection else []),
+        f"- Command: {code(comparison.command or '/perf')}"
+        + (f" by @{_NOT_LOGIN.sub('', comparison.requested_by)}" if comparison.requested_by else ""),
+        # Markdown the bot composed (tracker/github/bot.py), kept on one line.
+        *([f"- Cases: {_one_line(comparison.case_selection)}"] if comparison.case_selection else []),
         f"- Base: {_candidate(comparison.base_candidate)}",
         f"- This PR: {_candidate(comparison.head_candidate)}",
     ]
@@ -91,11 +123,11 @@ def _row(view: ResultView, public_url: str | None) -> str:
         runs = _run_links(view, public_url)
         if runs:
             rounds = f"{rounds} ({runs})"
-    return f"| `{result.case.slug}` | {base} | {head} | {change} | {interval} | {_VERDICT[result.verdict]} | {rounds} |"
+    return f"| {code(result.case.slug, cell=True)} | {base} | {head} | {change} | {interval} | {_VERDICT[result.verdict]} | {rounds} |"
 
 
 def _note(view: ResultView) -> str:
-    return f"- `{view.result.case.slug}`: {view.result.note}"
+    return f"- {code(view.result.case.slug)}: {plain(view.result.note or '')}"
 
 
 def _run_links(view: ResultView, public_url: str) -> str:
@@ -114,7 +146,9 @@ def _compile_counters(view: ResultView) -> str | None:
     if base is None or head is None or base == head:
         return None
     hardware = view.result.hardware_kind.name
-    return f"- `{view.result.case.slug}` on {hardware}: graph breaks {_count(base)} → {_count(head)}"
+    return (
+        f"- {code(view.result.case.slug)} on {plain(hardware)}: graph breaks {_count(base)} → {_count(head)}"
+    )
 
 
 def _median(values: Sequence[int | None]) -> float | None:

@@ -11,6 +11,7 @@ from tracker.models.detection import (
     Calibration,
     Comparison,
     ComparisonResult,
+    PendingEvaluation,
 )
 from tracker.models.enums import (
     AlertStatus,
@@ -60,6 +61,7 @@ __all__ = [
     "Metric",
     "NightlyRun",
     "PatchKind",
+    "PendingEvaluation",
     "Repository",
     "Run",
     "RunArtifacts",

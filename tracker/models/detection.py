@@ -223,3 +223,18 @@ class Calibration(Base):
 
     case: Mapped[Case] = relationship()
     hardware_kind: Mapped[HardwareKind] = relationship()
+
+
+class PendingEvaluation(Base):
+    """A series that received runs detection has not looked at yet (``detection_deferred``).
+
+    One row per series however many runs arrive: the scheduler evaluates each once per pass.
+    """
+
+    __tablename__ = "pending_evaluations"
+
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id", ondelete="CASCADE"), primary_key=True)
+    hardware_kind_id: Mapped[int] = mapped_column(
+        ForeignKey("hardware_kinds.id", ondelete="CASCADE"), primary_key=True
+    )
+    queued_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), nullable=False, index=True)

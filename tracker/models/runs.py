@@ -25,6 +25,7 @@ class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (
         Index("ix_runs_series", "case_id", "hardware_kind_id", "status", "commit_id"),
+        Index("ix_runs_measured_at", "measured_at"),  # the overview's newest nightly runs
         UniqueConstraint("job_id", "attempt"),
     )
 

@@ -27,7 +27,7 @@ from apscheduler.triggers.base import BaseTrigger  # type: ignore[import-untyped
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker import db, triage
+from tracker import db, reactions, triage
 from tracker.branch_head import BranchResolver, ls_remote_head
 from tracker.history import GitHistory
 from tracker.jobs import expire_leases
@@ -46,6 +46,7 @@ NIGHTLY_STORE = "default"
 PERIODIC_STORE = "memory"
 JOB_FUNC = "tracker.scheduling.service:run_schedule"
 MISFIRE_GRACE = dt.timedelta(hours=12)
+PENDING_INTERVAL_S = 5.0  # series marked by uploads under deferred detection wait at most this long
 
 # The service leading in this process: stored jobs name a function, not an object, so the
 # function finds the service here. Only a leader sets it, and one process leads at a time.
@@ -247,6 +248,7 @@ class SchedulerService:
         tasks: list[tuple[str, Callable[[], object], float]] = [
             ("expire-leases", self.expire_leases, self.lease_sweep_s),
             ("detection-sweep", self.detection_sweep, self.sweep_interval_s),
+            ("pending-detection", self.evaluate_pending, PENDING_INTERVAL_S),
             ("nightly-report", self.report_nightlies, self.sweep_interval_s),
             ("github-outbox", self.flush_outbox, min(self.sweep_interval_s, 30.0)),
         ]
@@ -303,6 +305,13 @@ class SchedulerService:
             report = triage.sweep(session=session, now=self.clock(), history=self.history)
             return len(report.alerts_touched)
 
+    def evaluate_pending(self) -> int:
+        """Evaluate the series uploads marked (deferred detection); returns the alerts touched."""
+        with db.session_scope(self.sessions) as session:
+            return len(
+                reactions.evaluate_pending_series(session=session, now=self.clock(), history=self.history)
+            )
+
     def flush_outbox(self) -> object:
         """Send the GitHub outbox when the bot module is installed (skipped otherwise)."""
         flush = outbox_flusher()
@@ -336,6 +345,7 @@ class SchedulerService:
         runs = [run for name in self.schedules if (run := self.fire(name)) is not None]
         if self.periodic:
             self.expire_leases()
+            self.evaluate_pending()
             self.detection_sweep()
             self.report_nightlies()
             self.flush_outbox()

@@ -10,11 +10,13 @@ from tracker.models import utcnow
 from tracker.triage import get_alert, list_alerts, request_bisection, sweep, triage_alert
 from web.deps import AdminTokenDep, HistoryDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas.alerts import AlertDetailOut, AlertOut, SweepOut, TriageIn
+from web.schemas.errors import ADMIN, BODY, errors
+from web.schemas.params import AlertId
 
 router = APIRouter(prefix="/alerts", tags=["alerts"])
 
 
-@router.get("", response_model=list[AlertOut])
+@router.get("", response_model=list[AlertOut], responses=errors(422))
 def read_alerts(
     session: SessionDep,
     settings: SettingsDep,
@@ -40,8 +42,10 @@ def read_alerts(
     return [AlertOut.of(alert) for alert in alerts]
 
 
-@router.get("/{alert_id}", response_model=AlertDetailOut, responses={404: {"description": "No such alert"}})
-def read_alert(alert_id: int, session: SessionDep) -> AlertDetailOut:
+@router.get(
+    "/{alert_id}", response_model=AlertDetailOut, responses=errors(404, 422, notes={404: "No such alert"})
+)
+def read_alert(alert_id: AlertId, session: SessionDep) -> AlertDetailOut:
     """One alert with its events, bisection steps and evidence."""
     return AlertDetailOut.detail(get_alert(session=session, alert_id=alert_id))
 
@@ -49,9 +53,13 @@ def read_alert(alert_id: int, session: SessionDep) -> AlertDetailOut:
 @router.post(
     "/{alert_id}/triage",
     response_model=AlertDetailOut,
-    responses={409: {"description": "Not a move the alert's status allows"}},
+    responses=errors(
+        ADMIN, BODY, 404, 409, notes={404: "No such alert", 409: "Not a move the alert's status allows"}
+    ),
 )
-def triage(alert_id: int, body: TriageIn, session: WriteSessionDep, token: AdminTokenDep) -> AlertDetailOut:
+def triage(
+    alert_id: AlertId, body: TriageIn, session: WriteSessionDep, token: AdminTokenDep
+) -> AlertDetailOut:
     """Acknowledge, close (fixed, invalid, expected) or reopen an alert, saying why."""
     alert = triage_alert(
         session=session,
@@ -65,15 +73,21 @@ def triage(alert_id: int, body: TriageIn, session: WriteSessionDep, token: Admin
     return AlertDetailOut.detail(alert)
 
 
-@router.post("/{alert_id}/bisect", response_model=AlertDetailOut)
-def bisect(alert_id: int, session: WriteSessionDep, history: HistoryDep, _t: AdminTokenDep) -> AlertDetailOut:
+@router.post(
+    "/{alert_id}/bisect",
+    response_model=AlertDetailOut,
+    responses=errors(ADMIN, 404, 409, 422, notes={404: "No such alert"}),
+)
+def bisect(
+    alert_id: AlertId, session: WriteSessionDep, history: HistoryDep, _t: AdminTokenDep
+) -> AlertDetailOut:
     """Start the bisection of an alert by hand (e.g. after the repository became reachable)."""
     alert = request_bisection(session=session, alert_id=alert_id, history=history, now=utcnow())
     session.commit()
     return AlertDetailOut.detail(alert)
 
 
-@router.post("/sweep", response_model=SweepOut)
+@router.post("/sweep", response_model=SweepOut, responses=errors(ADMIN))
 def run_sweep(session: WriteSessionDep, history: HistoryDep, _t: AdminTokenDep) -> SweepOut:
     """Evaluate every series now; returns the alerts created or changed."""
     report = sweep(session=session, now=utcnow(), history=history)

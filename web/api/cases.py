@@ -8,6 +8,7 @@ from tracker.catalog import get_current_case, list_current_cases
 from tracker.errors import InvalidInput, NotFound
 from web.deps import SessionDep
 from web.schemas import CaseOut
+from web.schemas.errors import errors
 
 router = APIRouter(prefix="/cases", tags=["cases"])
 
@@ -18,7 +19,7 @@ def list_cases(session: SessionDep) -> list[CaseOut]:
     return [CaseOut.of(case) for case in list_current_cases(session=session)]
 
 
-@router.get("/{slug}", response_model=CaseOut, responses={404: {"description": "No such case"}})
+@router.get("/{slug}", response_model=CaseOut, responses=errors(404, 422, notes={404: "No such case"}))
 def get_case(slug: str, session: SessionDep) -> CaseOut:
     """One case by slug."""
     try:

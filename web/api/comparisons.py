@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
@@ -20,14 +20,21 @@ from tracker.models import ComparisonState
 from tracker.models.enums import enum_values
 from web.deps import AdminTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas import CalibrationIn, CalibrationOut, ComparisonDetailOut, ComparisonIn, ComparisonOut
+from web.schemas.errors import ADMIN, BODY, errors
+from web.schemas.params import MAX_INT32, ComparisonId
 
 comparisons = APIRouter(prefix="/comparisons", tags=["comparisons"])
 calibrations = APIRouter(prefix="/calibrations", tags=["calibrations"])
 Limit = Annotated[int, Query(ge=1)]
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such comparison"}}
+_NOT_FOUND = {404: "No such comparison"}
 
 
-@comparisons.post("", response_model=ComparisonDetailOut, status_code=status.HTTP_201_CREATED)
+@comparisons.post(
+    "",
+    response_model=ComparisonDetailOut,
+    status_code=status.HTTP_201_CREATED,
+    responses=errors(ADMIN, BODY, 404, 409),
+)
 def request_comparison(
     body: ComparisonIn, session: WriteSessionDep, token: AdminTokenDep
 ) -> ComparisonDetailOut:
@@ -57,12 +64,12 @@ def request_comparison(
     return ComparisonDetailOut.of_view(comparison_view(session=session, comparison_id=comparison.id))
 
 
-@comparisons.get("", response_model=list[ComparisonOut])
+@comparisons.get("", response_model=list[ComparisonOut], responses=errors(422))
 def read_comparisons(
     session: SessionDep,
     settings: SettingsDep,
     state: str | None = None,
-    pr_number: Annotated[int | None, Query(ge=1)] = None,
+    pr_number: Annotated[int | None, Query(ge=1, le=MAX_INT32)] = None,
     limit: Limit = 100,
 ) -> list[ComparisonOut]:
     """Comparisons newest first, optionally in one state or for one pull request."""
@@ -78,8 +85,10 @@ def read_comparisons(
     return [ComparisonOut.of(comparison) for comparison in found]
 
 
-@comparisons.get("/{comparison_id}", response_model=ComparisonDetailOut, responses=_NOT_FOUND)
-def read_comparison(comparison_id: int, session: SessionDep) -> ComparisonDetailOut:
+@comparisons.get(
+    "/{comparison_id}", response_model=ComparisonDetailOut, responses=errors(404, 422, notes=_NOT_FOUND)
+)
+def read_comparison(comparison_id: ComparisonId, session: SessionDep) -> ComparisonDetailOut:
     """One comparison: per case × hardware the verdict, change, interval, threshold and rounds."""
     return ComparisonDetailOut.of_view(comparison_view(session=session, comparison_id=comparison_id))
 
@@ -87,16 +96,23 @@ def read_comparison(comparison_id: int, session: SessionDep) -> ComparisonDetail
 @comparisons.post(
     "/{comparison_id}/cancel",
     response_model=ComparisonDetailOut,
-    responses={**_NOT_FOUND, 409: {"description": "Already finished"}},
+    responses=errors(ADMIN, 404, 409, 422, notes={**_NOT_FOUND, 409: "Already finished"}),
 )
-def cancel(comparison_id: int, session: WriteSessionDep, token: AdminTokenDep) -> ComparisonDetailOut:
+def cancel(
+    comparison_id: ComparisonId, session: WriteSessionDep, token: AdminTokenDep
+) -> ComparisonDetailOut:
     """Cancel the comparison's queued and running jobs."""
     cancel_comparison(session=session, comparison_id=comparison_id, reason=f"cancelled by {token.name}")
     session.commit()
     return ComparisonDetailOut.of_view(comparison_view(session=session, comparison_id=comparison_id))
 
 
-@calibrations.post("", response_model=ComparisonDetailOut, status_code=status.HTTP_201_CREATED)
+@calibrations.post(
+    "",
+    response_model=ComparisonDetailOut,
+    status_code=status.HTTP_201_CREATED,
+    responses=errors(ADMIN, BODY, 404, 409),
+)
 def request_calibration(
     body: CalibrationIn, session: WriteSessionDep, token: AdminTokenDep
 ) -> ComparisonDetailOut:
@@ -118,7 +134,7 @@ def request_calibration(
     return ComparisonDetailOut.of_view(comparison_view(session=session, comparison_id=comparison.id))
 
 
-@calibrations.get("", response_model=list[CalibrationOut])
+@calibrations.get("", response_model=list[CalibrationOut], responses=errors(422))
 def read_calibrations(
     session: SessionDep,
     settings: SettingsDep,

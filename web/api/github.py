@@ -16,13 +16,17 @@ from tracker.github.bot import comment_event, handle_comment, handle_pull_reques
 from tracker.github.client import GithubClient, GithubError, client_from_settings
 from tracker.github.outbox import flush_outbox
 from tracker.github.webhook import signature_valid
+from tracker.metrics import record_webhook
 from tracker.models import GithubDelivery
 from tracker.settings import Settings
 from web.deps import SettingsDep, WriteSessionDep, get_state
+from web.metrics import webhook_outcome
+from web.schemas.errors import errors
 from web.state import AppState
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/github", tags=["github"])
+_MAX_DELIVERY_ID = 64  # github_deliveries.delivery_id is String(64)
 
 
 async def raw_body(request: Request) -> bytes:
@@ -48,8 +52,21 @@ StateDep = Annotated[AppState, Depends(get_state)]
     "/webhook",
     responses={
         202: {"description": "Event or action the bot does not handle"},
-        401: {"description": "Missing or wrong X-Hub-Signature-256"},
-        503: {"description": "No webhook secret or GitHub credentials configured"},
+        **errors(
+            400,
+            401,
+            413,
+            422,
+            502,
+            503,
+            notes={
+                400: "Not a JSON object, or no X-GitHub-Delivery header",
+                401: "Missing or wrong X-Hub-Signature-256",
+                422: "A NUL character in the query string",
+                502: "GitHub did not answer as expected; the delivery may be retried",
+                503: "No webhook secret or GitHub credentials configured",
+            },
+        ),
     },
 )
 def receive_webhook(
@@ -76,6 +93,8 @@ def receive_webhook(
         return _answer(400, "the body is not JSON")
     if not isinstance(payload, dict) or not x_github_delivery:
         return _answer(400, "a delivery needs a JSON object body and an X-GitHub-Delivery header")
+    if len(x_github_delivery) > _MAX_DELIVERY_ID:
+        return _answer(400, f"X-GitHub-Delivery is over {_MAX_DELIVERY_ID} characters")
     if _seen(session, x_github_delivery):
         return _answer(200, "already handled")
     action = str(payload.get("action") or "")
@@ -127,6 +146,7 @@ def _record(
 
 
 def _answer(code: int, outcome: str) -> JSONResponse:
+    record_webhook(webhook_outcome(code, outcome))
     key = "outcome" if code < 400 else "detail"
     return JSONResponse({key: outcome}, status_code=code)
 

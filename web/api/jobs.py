@@ -17,12 +17,22 @@ from tracker.schemas import JobResultIn
 from tracker.vcs import ensure_candidate, upsert_commit
 from web.deps import AdminTokenDep, HistoryDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas import AttemptIn, EnqueueIn, EnqueueOut, JobOut, LeaseOut, ResultCreated, job_out
+from web.schemas.errors import ADMIN, BODY, RUNNER, errors
+from web.schemas.params import JobId
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 RunnerName = Annotated[str, Query(min_length=1, max_length=128, description="the runner holding the lease")]
 
 
-@router.post("", response_model=EnqueueOut, status_code=status.HTTP_201_CREATED)
+@router.post(
+    "",
+    response_model=EnqueueOut,
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"description": "The same job was queued before; nothing new"},
+        **errors(ADMIN, BODY, 404, 409),
+    },
+)
 def enqueue(
     body: EnqueueIn, response: Response, session: WriteSessionDep, token: AdminTokenDep
 ) -> EnqueueOut:
@@ -49,7 +59,7 @@ def enqueue(
     return EnqueueOut(job=job_out(outcome.job), created=outcome.created)
 
 
-@router.get("", response_model=list[JobOut])
+@router.get("", response_model=list[JobOut], responses=errors(422))
 def list_queue(
     session: SessionDep,
     settings: SettingsDep,
@@ -70,8 +80,8 @@ def list_queue(
     return [job_out(job) for job in jobs]
 
 
-@router.get("/{job_id}", response_model=JobOut, responses={404: {"description": "No such job"}})
-def read_job(job_id: int, session: SessionDep) -> JobOut:
+@router.get("/{job_id}", response_model=JobOut, responses=errors(404, 422, notes={404: "No such job"}))
+def read_job(job_id: JobId, session: SessionDep) -> JobOut:
     """One job with its attempt history."""
     return job_out(get_job(session=session, job_id=job_id))
 
@@ -79,10 +89,12 @@ def read_job(job_id: int, session: SessionDep) -> JobOut:
 @router.post(
     "/{job_id}/heartbeat",
     response_model=LeaseOut,
-    responses={409: {"description": "The attempt lost its lease"}},
+    responses=errors(
+        RUNNER, BODY, 404, 409, notes={404: "No such job or runner", 409: "The attempt lost its lease"}
+    ),
 )
 def beat(
-    job_id: int,
+    job_id: JobId,
     body: AttemptIn,
     runner: RunnerName,
     session: WriteSessionDep,
@@ -109,12 +121,20 @@ def beat(
     status_code=status.HTTP_201_CREATED,
     responses={
         200: {"description": "This attempt's result was stored before; nothing new"},
-        409: {"description": "The attempt's lease expired or the job moved on; nothing stored"},
-        413: {"description": "Body or log over the size limit"},
+        **errors(
+            RUNNER,
+            BODY,
+            404,
+            409,
+            notes={
+                404: "No such job or runner",
+                409: "The attempt's lease expired or the job moved on; nothing stored",
+            },
+        ),
     },
 )
 def upload_result(
-    job_id: int,
+    job_id: JobId,
     body: JobResultIn,
     runner: RunnerName,
     response: Response,
@@ -125,7 +145,7 @@ def upload_result(
 ) -> ResultCreated:
     """Store the run of one attempt (a failure too: its reason and log are kept)."""
     owner = get_runner(session=session, name=runner)
-    limits = IngestLimits(max_log_bytes=settings.max_log_bytes, max_steps_per_run=settings.max_steps_per_run)
+    limits = IngestLimits.from_settings(settings)
     outcome = ingest_job_result(
         session=session, runner=owner, job_id=job_id, result=body, limits=limits, history=history
     )
@@ -143,10 +163,14 @@ def upload_result(
 
 
 @router.post(
-    "/{job_id}/release", response_model=JobOut, responses={409: {"description": "Not this runner's lease"}}
+    "/{job_id}/release",
+    response_model=JobOut,
+    responses=errors(
+        RUNNER, BODY, 404, 409, notes={404: "No such job or runner", 409: "Not this runner's lease"}
+    ),
 )
 def release(
-    job_id: int, body: AttemptIn, runner: RunnerName, session: WriteSessionDep, _t: RunnerTokenDep
+    job_id: JobId, body: AttemptIn, runner: RunnerName, session: WriteSessionDep, _t: RunnerTokenDep
 ) -> JobOut:
     """Hand a job back to the queue (runner shutting down); it does not use up an attempt."""
     owner = get_runner(session=session, name=runner)
@@ -155,8 +179,12 @@ def release(
     return job_out(job)
 
 
-@router.post("/{job_id}/cancel", response_model=JobOut, responses={409: {"description": "Already finished"}})
-def cancel(job_id: int, session: WriteSessionDep, token: AdminTokenDep) -> JobOut:
+@router.post(
+    "/{job_id}/cancel",
+    response_model=JobOut,
+    responses=errors(ADMIN, 404, 409, 422, notes={404: "No such job", 409: "Already finished"}),
+)
+def cancel(job_id: JobId, session: WriteSessionDep, token: AdminTokenDep) -> JobOut:
     """Cancel a queued or running job."""
     job = cancel_job(session=session, job_id=job_id, reason=f"cancelled by {token.name}")
     session.commit()

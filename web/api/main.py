@@ -1,8 +1,8 @@
-"""The /api/v1 router: includes one router per resource and nothing else."""
+"""The /api/v1 router: includes one router per resource, and refuses NUL characters for all of them."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
 from web.api import (
     alerts,
@@ -17,8 +17,9 @@ from web.api import (
     runs,
     series,
 )
+from web.deps import refuse_nul_characters
 
-api_router = APIRouter(prefix="/api/v1")
+api_router = APIRouter(prefix="/api/v1", dependencies=[Depends(refuse_nul_characters)])
 api_router.include_router(cases.router)
 api_router.include_router(hardware.router)
 api_router.include_router(series.router)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from tracker.scheduling.summary import NightlyRunView, nightly_summary
 from web.deps import SessionDep
+from web.schemas.errors import errors
 
 
 class NightlyAlertOut(BaseModel):
@@ -110,7 +111,7 @@ class NightlyScheduleOut(BaseModel):
 router = APIRouter(prefix="/nightly", tags=["nightly"])
 
 
-@router.get("", response_model=list[NightlyScheduleOut])
+@router.get("", response_model=list[NightlyScheduleOut], responses=errors(422))
 def read_nightly(
     session: SessionDep, runs: Annotated[int, Query(ge=1, le=100, description="runs per schedule")] = 5
 ) -> list[NightlyScheduleOut]:

@@ -8,6 +8,7 @@ from tracker.ingest import IngestLimits, ingest_result
 from tracker.schemas import ResultIn
 from web.deps import HistoryDep, RunnerTokenDep, SettingsDep, WriteSessionDep
 from web.schemas import ResultCreated
+from web.schemas.errors import BODY, RUNNER, errors
 
 router = APIRouter(prefix="/results", tags=["results"])
 
@@ -18,10 +19,15 @@ router = APIRouter(prefix="/results", tags=["results"])
     status_code=status.HTTP_201_CREATED,
     responses={
         200: {"description": "The same result was stored before (same idempotency key); nothing new"},
-        401: {"description": "Missing, unknown or revoked token"},
-        409: {"description": "The idempotency key was used for a different result"},
-        413: {"description": "Body or log over the size limit"},
-        422: {"description": "Invalid field (the message names it), unknown case or hardware"},
+        **errors(
+            RUNNER,
+            BODY,
+            409,
+            notes={
+                409: "The idempotency key was used for a different result",
+                422: "Invalid field (the message names it), unknown case or hardware",
+            },
+        ),
     },
 )
 def post_result(
@@ -33,7 +39,7 @@ def post_result(
     _token: RunnerTokenDep,
 ) -> ResultCreated:
     """Store one result; posting it again with the same idempotency key stores nothing new."""
-    limits = IngestLimits(max_log_bytes=settings.max_log_bytes, max_steps_per_run=settings.max_steps_per_run)
+    limits = IngestLimits.from_settings(settings)
     outcome = ingest_result(session=session, result=result, limits=limits, history=history)
     session.commit()
     if not outcome.created:

@@ -11,11 +11,12 @@ from tracker.comparisons import job_requests
 from tracker.jobs import claim_job, get_runner, list_runners, register_runner
 from web.deps import RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas import JobSpecOut, RunnerIn, RunnerOut, job_spec_out, runner_out
+from web.schemas.errors import BODY, RUNNER, errors
 
 router = APIRouter(prefix="/runners", tags=["runners"])
 
 
-@router.post("", response_model=RunnerOut, responses={401: {"description": "Bad token"}})
+@router.post("", response_model=RunnerOut, responses=errors(RUNNER, BODY, 409))
 def register(
     body: RunnerIn, session: WriteSessionDep, settings: SettingsDep, token: RunnerTokenDep
 ) -> RunnerOut:
@@ -44,7 +45,7 @@ def register(
     response_model=JobSpecOut,
     responses={
         204: {"description": "No work for this runner now"},
-        404: {"description": "Runner not registered"},
+        **errors(RUNNER, 404, 422, notes={404: "Runner not registered"}),
     },
 )
 def claim(

@@ -11,11 +11,16 @@ from tracker.series_chart import series_chart
 from web.deps import SessionDep, SettingsDep
 from web.schemas import SeriesOut
 from web.schemas.core import SeriesChartOut
+from web.schemas.errors import errors
 
 router = APIRouter(prefix="/series", tags=["series"])
 
 
-@router.get("/{case}/{hardware}", response_model=SeriesOut, responses={404: {"description": "No such case"}})
+@router.get(
+    "/{case}/{hardware}",
+    response_model=SeriesOut,
+    responses=errors(404, 422, notes={404: "No such case", 422: "Unknown metric or hardware kind"}),
+)
 def get_series(
     case: str,
     hardware: str,
@@ -34,7 +39,7 @@ def get_series(
 @router.get(
     "/{case}/{hardware}/chart",
     response_model=SeriesChartOut,
-    responses={404: {"description": "No such case"}, 422: {"description": "Unknown metric"}},
+    responses=errors(404, 422, notes={404: "No such case", 422: "Unknown metric or hardware kind"}),
 )
 def get_series_chart(
     case: str,

@@ -126,7 +126,7 @@ def _store(payload: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as error:
         fail(validation_message(error))
     config = settings()
-    limits = IngestLimits(max_log_bytes=config.max_log_bytes, max_steps_per_run=config.max_steps_per_run)
+    limits = IngestLimits.from_settings(config)
     with database_session() as session:
         try:
             outcome = ingest_result(

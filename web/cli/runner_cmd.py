@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import signal
 import socket
@@ -26,6 +25,7 @@ from runners.candidates import CandidateBuilder
 from runners.client import TrackerClient
 from runners.jobspec import JobSpec
 from runners.workloads.registry import default_workloads
+from tracker.logs import configure_from_settings
 from web.cli.common import fail, settings
 
 # tqdm's "12/50 [" as sglang (and the toy) print it, to follow the denoise loop.
@@ -117,7 +117,7 @@ def runner(
         )
     labels = _pairs(label, "--label")
     builds = _pairs(build_command, "--build-command")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_from_settings(config, extra_secrets=[secret])
     console = Console()
     display = RunnerProgress(console)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import typer
 
 from tracker import db
 from tracker.errors import PerftrackError
+from tracker.logs import configure_from_settings
 from tracker.scheduling.service import SchedulerService
 from web.cli.common import console, fail, settings
 
@@ -19,6 +20,7 @@ def scheduler(
 ) -> None:
     """Run the scheduler; with several processes (servers or schedulers) exactly one leads."""
     config = settings()
+    configure_from_settings(config)
     engine = db.make_engine(config.effective_database_url)
     try:
         from web.app import prepare_database

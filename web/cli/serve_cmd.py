@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 import uvicorn
+from fastapi import FastAPI
 
+from tracker.logs import configure_from_settings
 from web.cli.common import console, settings
 
 
@@ -21,7 +23,25 @@ def serve(
     console.print(
         f"perftrack on [bold]http://{host}:{port}/[/] (database: {_redacted(config.effective_database_url)})"
     )
-    uvicorn.run("web.app:create_app", host=host, port=port, workers=workers, log_level="info", factory=True)
+    configure_from_settings(config)
+    # log_config=None: uvicorn keeps out of logging; each worker configures it in served_app().
+    uvicorn.run(
+        "web.cli.serve_cmd:served_app",
+        host=host,
+        port=port,
+        workers=workers,
+        factory=True,
+        log_config=None,
+        access_log=False,  # perftrack.access logs each request, with its request id
+    )
+
+
+def served_app() -> FastAPI:
+    """The app as ``serve`` runs it, in every worker process: logging set up from the settings first."""
+    from web.app import create_app
+
+    configure_from_settings(settings())
+    return create_app()
 
 
 def _redacted(url: str) -> str:

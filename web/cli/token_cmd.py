@@ -1,4 +1,4 @@
-"""``perftrack token``: create, list and revoke API tokens."""
+"""``perftrack token``: create, list, rotate and revoke API tokens."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from tracker.models import TokenRole
-from tracker.tokens import create_token, list_tokens, revoke_token
+from tracker.tokens import create_token, list_tokens, revoke_token, rotate_token
 from web.cli.common import console, database_session
 
 app = typer.Typer(help="Manage API tokens (stored hashed; shown once).", no_args_is_help=True)
@@ -52,3 +52,17 @@ def revoke(name: str = typer.Argument(..., help="Name of the token to revoke."))
     with database_session() as session:
         revoke_token(session=session, name=name)
     console.print(f"revoked [bold]{name}[/]")
+
+
+@app.command()
+def rotate(name: str = typer.Argument(..., help="Name of the token to rotate.")) -> None:
+    """Give a token a new secret, printed once; the old secret stops working at once."""
+    with database_session() as session:
+        issued = rotate_token(session=session, name=name)
+        role = issued.token.role.value
+    console.print(
+        f"rotated {role} token [bold]{name}[/]; the old secret no longer works. "
+        "Store the new one now, it is not shown again:",
+        highlight=False,
+    )
+    print(issued.secret)

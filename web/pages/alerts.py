@@ -14,6 +14,7 @@ from tracker.models import Alert, AlertStatus, utcnow
 from tracker.queries import series
 from tracker.triage import TRANSITIONS, alert_state, get_alert, list_alerts, triage_alert
 from web.deps import DashboardAdminDep, SessionDep, WebSessionDep, WriteSessionDep
+from web.errors import redact
 from web.pages.templating import templates
 from web.schemas.alerts import AlertDetailOut
 
@@ -83,7 +84,7 @@ def alerts_page(
             else everything
         )
     except (InvalidInput, NotFound) as refused:
-        shown, error = [], str(refused)
+        shown, error = [], redact(request, str(refused))  # the filter may be a pasted token
     now = utcnow()
     rows = [(alert, alert_state(alert), age(alert.created_at, now)) for alert in sorted(shown, key=_rank)]
     counts: dict[str, int] = {}

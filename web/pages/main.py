@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
+from web.deps import refuse_nul_characters
 from web.pages import account, alerts, comparisons, overview, runs, series
 from web.pages.commits import router as commits_router
 from web.pages.fleet import router as fleet_router
 from web.pages.nightly import router as nightly_router
 
-pages_router = APIRouter(include_in_schema=False)
+# A NUL in a path or query is a 422 here too (PostgreSQL cannot compare text with one).
+pages_router = APIRouter(include_in_schema=False, dependencies=[Depends(refuse_nul_characters)])
 pages_router.include_router(overview.router)
 pages_router.include_router(series.router)
 pages_router.include_router(runs.router)

@@ -11,6 +11,7 @@ from tracker.bisection import bisection_view
 from tracker.models import Alert
 from tracker.triage import alert_state
 from web.schemas.core import CommitOut
+from web.schemas.params import InModel
 
 
 class AlertEventOut(BaseModel):
@@ -123,7 +124,7 @@ class AlertDetailOut(AlertOut):
         )
 
 
-class TriageIn(BaseModel):
+class TriageIn(InModel):
     """A triage decision."""
 
     status: str = Field(description="acknowledged, fixed, invalid, expected, or open to reopen")

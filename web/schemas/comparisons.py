@@ -11,13 +11,14 @@ from tracker.comparison_views import ArmView, ComparisonView, ResultView, RoundV
 from tracker.comparisons import MAX_ROUNDS
 from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
 from tracker.schemas import PATCH_REF_PATTERN, Sha
+from web.schemas.params import MAX_INT32, InModel
 
 Slug = Annotated[str, Field(min_length=1, max_length=128)]
 HardwareName = Annotated[str, Field(min_length=1, max_length=64)]
 Rounds = Annotated[int, Field(ge=1, le=MAX_ROUNDS)]
 
 
-class CandidateIn(BaseModel):
+class CandidateIn(InModel):
     """A commit plus the patches stacked on it, in order (shas or ``#PR`` / ``refs/pull/N/head``)."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
@@ -33,7 +34,7 @@ class CandidateIn(BaseModel):
         return self
 
 
-class ComparisonIn(BaseModel):
+class ComparisonIn(InModel):
     """A request to compare a head candidate with a base over cases × hardware kinds."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
@@ -47,8 +48,10 @@ class ComparisonIn(BaseModel):
     rounds: Rounds = 2
     max_rounds: Rounds = Field(default=8, description="rounds are doubled up to this while inconclusive")
     requests_per_round: Annotated[int, Field(ge=1, le=1000)] = 5
-    pr_number: Annotated[int, Field(ge=1)] | None = None
-    pr_url: Annotated[str, Field(max_length=512)] | None = None
+    pr_number: Annotated[int, Field(ge=1, le=MAX_INT32)] | None = None
+    pr_url: Annotated[str, Field(max_length=512, pattern=r"^https?://")] | None = Field(
+        default=None, description="the pull request's page (http or https only)"
+    )
     command: Annotated[str, Field(max_length=2000)] = ""
 
     @model_validator(mode="after")
@@ -58,7 +61,7 @@ class ComparisonIn(BaseModel):
         return self
 
 
-class CalibrationIn(BaseModel):
+class CalibrationIn(InModel):
     """A request to calibrate: an A/A comparison of one candidate with itself."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)

@@ -10,9 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from tracker.jobs import RunnerStatus
 from tracker.models import CarriedPatch, Job
 from tracker.schemas import CommitIn
+from web.schemas.params import InModel
 
 
-class RunnerIn(BaseModel):
+class RunnerIn(InModel):
     """What a runner advertises when it registers."""
 
     model_config = ConfigDict(extra="forbid")
@@ -39,7 +40,7 @@ class RunnerOut(BaseModel):
     current_job_id: int | None
 
 
-class AttemptIn(BaseModel):
+class AttemptIn(InModel):
     """Names the attempt a heartbeat or release is about."""
 
     model_config = ConfigDict(extra="forbid")
@@ -76,7 +77,7 @@ class JobOut(BaseModel):
     finished_at: dt.datetime | None
 
 
-class EnqueueIn(BaseModel):
+class EnqueueIn(InModel):
     """A manual request to measure a case on a candidate."""
 
     model_config = ConfigDict(extra="forbid")

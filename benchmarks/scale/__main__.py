@@ -1,0 +1,178 @@
+"""``python -m benchmarks.scale``: generate a year of history, measure it, print the table.
+
+Each backend is generated from empty (SQLite: a new file; PostgreSQL: the schema of the given
+database is dropped and recreated), measured through a real ``perftrack serve`` process and
+in-process sweeps, and its figures are written as JSON next to the database; the table compares
+every backend measured in this call (or read back with ``--table-only``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from sqlalchemy import text
+
+from benchmarks.scale.generate import START, GenerateReport, ScaleConfig, generate
+from benchmarks.scale.measure import (
+    Measurements,
+    count_runs,
+    database_size,
+    issue_runner_tokens,
+    measure_claims,
+    measure_drain,
+    measure_ingest,
+    measure_pages,
+    measure_sweep,
+    page_paths,
+    percentile,
+    serve,
+)
+from benchmarks.scale.plans import PlanFinding, check_plans
+from benchmarks.scale.report import format_plans, format_table
+from tracker import db
+
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/perf_scale"
+
+
+def reset(url: str) -> None:
+    """Empty the database: delete the SQLite file, or drop and recreate PostgreSQL's public schema."""
+    if url.startswith("sqlite"):
+        path = Path(url.removeprefix("sqlite:///"))
+        for item in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            item.unlink(missing_ok=True)
+        return
+    engine = db.make_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+def run_backend(
+    backend: str, url: str, work: Path, config: ScaleConfig, args: argparse.Namespace
+) -> tuple[Measurements, GenerateReport | None, list[PlanFinding]]:
+    """Generate (unless told not to) and measure one backend."""
+    folder = work / backend
+    folder.mkdir(parents=True, exist_ok=True)
+    suite_dir = folder / "suites"
+    generated = None
+    if not args.skip_generate:
+        reset(url)
+        print(f"[{backend}] generating {config} ...", flush=True)
+        generated = generate(url, suite_dir, config)
+        print(f"[{backend}] generated: {generated}", flush=True)
+    figures = Measurements(backend=backend)
+    figures.runs = count_runs(url)
+    figures.size_mb, figures.table_mb = database_size(url)
+    figures.sweep_s, figures.sweep_series = measure_sweep(url, config)
+    print(f"[{backend}] sweep {figures.sweep_s:.2f} s over {figures.sweep_series} series", flush=True)
+    paths = page_paths(url, config)
+    tokens = issue_runner_tokens(url, max(args.runners, args.clients))
+    # Pages: one server process (a second adds ~45 ms to keep-alive requests; see docs/scale.md).
+    with serve(url, folder, suite_dir, 1) as base:
+        figures.pages = measure_pages(base, paths, args.repeats)
+        print(f"[{backend}] pages {figures.pages}", flush=True)
+    workers = 1 if backend == "sqlite" else args.workers
+    with serve(url, folder, suite_dir, workers) as base:
+        stored, figures.ingest_per_s = measure_ingest(
+            base, tokens, config, args.ingest, args.clients, first_night=config.nights
+        )
+        figures.ingest_results = stored
+        print(f"[{backend}] ingest {stored} results, {figures.ingest_per_s:.0f}/s", flush=True)
+        latencies, figures.claimed_jobs, figures.duplicate_claims, figures.claims_per_s = measure_claims(
+            url, base, tokens, config, args.claim_jobs, args.runners
+        )
+        figures.claims = len(latencies)
+        figures.claim_p50_ms, figures.claim_p95_ms = percentile(latencies, 0.5), percentile(latencies, 0.95)
+        print(
+            f"[{backend}] claims p50 {figures.claim_p50_ms:.0f} ms p95 {figures.claim_p95_ms:.0f} ms",
+            flush=True,
+        )
+    # The same again with deferred detection: uploads mark their series, one pass evaluates them.
+    series = config.cases * len(config.hardware_names)
+    with serve(url, folder, suite_dir, workers, deferred_detection=True) as base:
+        stored, figures.deferred_per_s = measure_ingest(
+            base,
+            tokens,
+            config,
+            args.ingest,
+            args.clients,
+            first_night=config.nights + 2 + args.ingest // series,
+        )
+        figures.deferred_results = stored
+        print(f"[{backend}] deferred ingest {stored} results, {figures.deferred_per_s:.0f}/s", flush=True)
+    figures.drain_s, figures.drain_series = measure_drain(url, config)
+    print(
+        f"[{backend}] deferred detection: {figures.drain_series} series in {figures.drain_s:.2f} s",
+        flush=True,
+    )
+    findings = check_plans(url, suite_dir, folder, paths, START + dt.timedelta(days=config.nights + 2))
+    (folder / "figures.json").write_text(json.dumps(dataclasses.asdict(figures), indent=2))
+    (folder / "plans.txt").write_text(format_plans(findings, verbose=True))
+    return figures, generated, findings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.scale", description=(__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument("--db", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument("--pg-url", default=DEFAULT_PG, help="PostgreSQL database (its schema is recreated)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "perftrack-scale",
+        help="SQLite file, logs, JSON",
+    )
+    parser.add_argument("--nights", type=int, default=365)
+    parser.add_argument("--cases", type=int, default=60)
+    parser.add_argument("--hardware", type=int, default=4, choices=(1, 2, 3, 4))
+    parser.add_argument("--comparisons", type=int, default=40, help="PR comparisons with results")
+    parser.add_argument("--ingest", type=int, default=480, help="results POSTed in the ingest test")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent ingest clients")
+    parser.add_argument("--claim-jobs", type=int, default=500, help="jobs queued for the claim test")
+    parser.add_argument("--runners", type=int, default=50, help="polling runners in the claim test")
+    parser.add_argument("--repeats", type=int, default=40, help="timed requests per page")
+    parser.add_argument("--workers", type=int, default=2, help="server processes on PostgreSQL")
+    parser.add_argument("--skip-generate", action="store_true", help="measure the database as it is")
+    parser.add_argument("--table-only", action="store_true", help="print the table from saved JSON")
+    args = parser.parse_args()
+    config = ScaleConfig(
+        nights=args.nights, cases=args.cases, hardware=args.hardware, comparisons=args.comparisons
+    )
+    backends = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
+    urls = {"sqlite": f"sqlite:///{args.work / 'scale.db'}", "postgresql": args.pg_url}
+    args.work.mkdir(parents=True, exist_ok=True)
+    results: list[Measurements] = []
+    generation: dict[str, GenerateReport] = {}
+    all_findings: dict[str, list[PlanFinding]] = {}
+    started = time.perf_counter()
+    for backend in backends:
+        if args.table_only:
+            saved = json.loads((args.work / backend / "figures.json").read_text())
+            saved["pages"] = {key: tuple(value) for key, value in saved["pages"].items()}
+            results.append(Measurements(**saved))
+            continue
+        figures, generated, findings = run_backend(backend, urls[backend], args.work, config, args)
+        results.append(figures)
+        all_findings[backend] = findings
+        if generated is not None:
+            generation[backend] = generated
+    print()
+    print(format_table(results, generation, config))
+    for backend, findings in all_findings.items():
+        print()
+        print(f"Query plans ({backend}): {len(findings)} distinct SELECTs; full scans of big tables:")
+        print(format_plans(findings, verbose=False))
+    if not args.table_only:
+        print(f"\n(total {time.perf_counter() - started:.0f} s; plans in full: {args.work}/<db>/plans.txt)")
+
+
+if __name__ == "__main__":
+    main()
