@@ -180,6 +180,17 @@ def secret_values(settings: Settings) -> list[str]:
     return values
 
 
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is when a line is written, not when logging was set up: a command run
+    in-process (a test's CLI runner) may swap stderr and close its copy afterwards."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(
     *,
     level: str = "INFO",
@@ -192,7 +203,7 @@ def configure_logging(
     Idempotent: a second call replaces the handler the first one installed, leaving others alone.
     Returns the handler (tests read what it writes).
     """
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler = logging.StreamHandler(stream if stream is not None else _CurrentStderr())
     handler.addFilter(RedactingFilter(Redactor(secrets)))
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     setattr(handler, _HANDLER_MARK, True)
