@@ -153,12 +153,18 @@ class SweepReport:
 def sweep(*, session: Session, now: dt.datetime, history: GitHistory | None) -> SweepReport:
     """Evaluate every series with runs; alerts created or changed are returned."""
     # Each current case × hardware kind probed through ix_runs_series: a few hundred index look-ups,
-    # where SELECT DISTINCT over runs would read every run.
+    # where SELECT DISTINCT over runs would read every run. A scalar sub-select with LIMIT 1, not
+    # EXISTS: PostgreSQL turns EXISTS into one aggregate over all runs.
+    first_run = (
+        select(Run.id)
+        .where(Run.case_id == Case.id, Run.hardware_kind_id == HardwareKind.id)
+        .limit(1)
+        .scalar_subquery()
+    )
     pairs = session.execute(
         select(Case.id, HardwareKind.id)
         .join(HardwareKind, true())  # every kind: runs may exist on kinds a case no longer lists
-        .where(Case.is_current.is_(True))
-        .where(select(Run.id).where(Run.case_id == Case.id, Run.hardware_kind_id == HardwareKind.id).exists())
+        .where(Case.is_current.is_(True), first_run.is_not(None))
         .order_by(Case.id, HardwareKind.id)
     ).all()
     touched: list[Alert] = []
