@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ def capture_statements(
     origin = ["setup"]
     with db.session_scope(db.make_session_factory(engine)) as session:
         token = create_token(
-            session=session, name=f"plan-runner-{now.timestamp():.0f}", role=TokenRole.RUNNER
+            session=session, name=f"plan-runner-{time.time_ns():x}", role=TokenRole.RUNNER
         ).secret
     app = create_app(settings, engine)
     with TestClient(app) as client, capture(engine, origin, captured):
