@@ -575,6 +575,11 @@ def test_the_perf_label_measures_a_pr_when_added_and_on_every_push(
     answer = hook.send("pull_request", payload)
     assert answer.json()["outcome"].endswith("created on label, 1 superseded")
     assert comparisons(session)[-1].head_sha == "5" * 40
+    # Adding the label again on a head already measured does nothing.
+    payload["action"] = "labeled"
+    payload["label"] = {"name": "run-perf"}
+    again = hook.send("pull_request", payload)
+    assert again.json()["outcome"] == "ignored: this head was measured already"
 
 
 def test_a_github_outage_while_reading_answers_502_and_is_not_recorded(

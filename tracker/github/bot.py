@@ -158,12 +158,8 @@ def handle_pull_request(
     label = settings.github_perf_label
     if event.installation_id is not None:
         client.remember_installation(event.repository, event.installation_id)
-    if event.action == "labeled":
-        if not label or event.label != label:
-            return "ignored: not the perf label"
-        return _rerun(
-            session=session, client=client, event=event, text="/perf", author=event.sender, why="label"
-        )
+    if event.action == "labeled" and (not label or event.label != label):
+        return "ignored: not the perf label"
     previous = session.scalar(
         select(Comparison)
         .where(Comparison.pr_number == event.pr_number, Comparison.github_repository == event.repository)
@@ -172,6 +168,10 @@ def handle_pull_request(
     )
     if previous is not None and previous.head_sha == event.head_sha:
         return "ignored: this head was measured already"
+    if event.action == "labeled":
+        return _rerun(
+            session=session, client=client, event=event, text="/perf", author=event.sender, why="label"
+        )
     if settings.github_rerun_on_push and previous is not None:
         return _rerun(
             session=session,
