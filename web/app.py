@@ -34,6 +34,8 @@ from web.vendor import router as vendor_router
 
 logger = logging.getLogger("perftrack.web")
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+# "ptprepar" as a big-endian 64-bit integer, minus the sign bit: start-up's suite sync lock.
+PREPARE_LOCK_KEY = int.from_bytes(b"ptprepar", "big") & 0x7FFF_FFFF_FFFF_FFFF
 
 
 def perftrack_version() -> str:
@@ -57,6 +59,10 @@ def prepare_database(settings: Settings, engine: Engine) -> None:
         )
     sessions = db.make_session_factory(engine)
     with db.session_scope(sessions) as session:
+        if engine.dialect.name == "postgresql":
+            # Servers starting together would insert the same new cases at once: one at a time
+            # (SQLite's writer lock already does this).
+            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PREPARE_LOCK_KEY})
         if settings.suite_dir.is_dir():
             report = sync_suites(session=session, suites=load_suites(settings.suite_dir))
             if report.created or report.new_versions:

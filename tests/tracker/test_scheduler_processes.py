@@ -144,8 +144,9 @@ def servers(
                 stderr=subprocess.STDOUT,
             )
             started[process.pid] = (process, f"http://127.0.0.1:{port}")
-        for process, url in started.values():
-            wait_for(partial(_healthy, url, process), timeout_s=60, what=f"{url} to serve")
+        for index, (process, url) in enumerate(started.values()):
+            log_path = tmp_path / f"server-{index}.log"
+            wait_for(partial(_healthy, url, process, log_path), timeout_s=60, what=f"{url} to serve")
         yield started
     finally:
         for process, _url in started.values():
@@ -160,9 +161,11 @@ def servers(
             log.close()
 
 
-def _healthy(url: str, process: subprocess.Popen[bytes]) -> bool:
+def _healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> bool:
     if process.poll() is not None:
-        raise AssertionError(f"the server on {url} exited with {process.returncode}")
+        raise AssertionError(
+            f"the server on {url} exited with {process.returncode}:\n{log.read_text(errors='replace')[-3000:]}"
+        )
     try:
         return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
     except httpx.HTTPError:

@@ -1,0 +1,50 @@
+"""Servers starting together on one fresh PostgreSQL database: every one syncs the suites without
+tripping over the others' inserts (start-up takes an advisory lock)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from sqlalchemy import func, select, text
+
+from tests.conftest import SUITES
+from tracker import db
+from tracker.models import Case
+from tracker.settings import Settings
+from web.app import prepare_database
+
+
+def test_servers_starting_together_sync_the_suites_once(scratch_db_url: str) -> None:
+    if not scratch_db_url.startswith("postgres"):
+        pytest.skip("SQLite's writer lock already serialises start-up")
+    settings = Settings(database_url=scratch_db_url, suite_dir=SUITES)
+    url = settings.effective_database_url
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    try:
+        for _round in range(4):
+            with engine.begin() as connection:  # an empty catalog again, as on a first start
+                connection.execute(
+                    text("TRUNCATE cases, case_hardware, hardware_kinds, repositories CASCADE")
+                )
+            start = threading.Barrier(3)
+            failures: list[BaseException] = []
+
+            def boot() -> None:
+                start.wait()
+                try:
+                    prepare_database(settings, engine)
+                except BaseException as error:  # noqa: BLE001 - reported below
+                    failures.append(error)
+
+            threads = [threading.Thread(target=boot) for _ in range(3)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=60)
+            assert failures == []
+            with engine.connect() as connection:
+                assert connection.scalar(select(func.count()).select_from(Case)) == 7
+    finally:
+        engine.dispose()
