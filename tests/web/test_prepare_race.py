@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import Engine, func, select, text
 
 from tests.conftest import SUITES
 from tracker import db
@@ -28,23 +28,28 @@ def test_servers_starting_together_sync_the_suites_once(scratch_db_url: str) -> 
                 connection.execute(
                     text("TRUNCATE cases, case_hardware, hardware_kinds, repositories CASCADE")
                 )
-            start = threading.Barrier(3)
-            failures: list[BaseException] = []
-
-            def boot() -> None:
-                start.wait()
-                try:
-                    prepare_database(settings, engine)
-                except BaseException as error:  # noqa: BLE001 - reported below
-                    failures.append(error)
-
-            threads = [threading.Thread(target=boot) for _ in range(3)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(timeout=60)
-            assert failures == []
+            assert _boot_together(settings, engine, servers=3) == []
             with engine.connect() as connection:
                 assert connection.scalar(select(func.count()).select_from(Case)) == 7
     finally:
         engine.dispose()
+
+
+def _boot_together(settings: Settings, engine: Engine, *, servers: int) -> list[BaseException]:
+    """Run ``prepare_database`` in ``servers`` threads released at the same instant; their errors."""
+    start = threading.Barrier(servers)
+    failures: list[BaseException] = []
+
+    def boot() -> None:
+        start.wait()
+        try:
+            prepare_database(settings, engine)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=boot) for _ in range(servers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return failures
