@@ -34,6 +34,7 @@ def cli_env(scratch_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("PERFTRACK_SUITE_DIR", str(SUITES))
     monkeypatch.delenv("PERFTRACK_SERVER_URL", raising=False)
     monkeypatch.delenv("PERFTRACK_TOKEN", raising=False)
+    monkeypatch.delenv("PERFTRACK_ADMIN_TOKEN", raising=False)
     get_settings.cache_clear()
     if not scratch_db_url.startswith("sqlite"):
         db.upgrade(scratch_db_url)  # PostgreSQL is never migrated implicitly

@@ -3,7 +3,6 @@ or revoked secret stops working at once, on a running app too."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,10 +12,11 @@ from typer.testing import CliRunner
 
 from tests.conftest import SUITES
 from tests.factories import result_body
+from tests.web.test_cli import cli_env
 from tracker import db
 from tracker.errors import AuthError
 from tracker.models import ApiToken, TokenRole
-from tracker.settings import Settings, get_settings
+from tracker.settings import Settings
 from tracker.tokens import authenticate
 from web.app import create_app
 from web.cli import app
@@ -24,18 +24,7 @@ from web.cli import app
 runner = CliRunner()
 
 
-@pytest.fixture
-def cli_env(scratch_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Point the CLI's settings at an empty scratch database."""
-    monkeypatch.setenv("PERFTRACK_DATABASE_URL", scratch_db_url)
-    monkeypatch.setenv("PERFTRACK_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("PERFTRACK_SUITE_DIR", str(SUITES))
-    monkeypatch.delenv("PERFTRACK_ADMIN_TOKEN", raising=False)
-    get_settings.cache_clear()
-    if not scratch_db_url.startswith("sqlite"):
-        db.upgrade(scratch_db_url)
-    yield scratch_db_url
-    get_settings.cache_clear()
+__all__ = ["cli_env"]
 
 
 def invoke(*args: str) -> tuple[int, str]:
