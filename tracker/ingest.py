@@ -18,6 +18,7 @@ from tracker.metrics import record_result
 from tracker.models import Run, RunArtifacts, Runner, RunSource, RunStage, RunStatus, utcnow
 from tracker.reactions import after_import, after_job_run
 from tracker.schemas import JobResultIn, MeasurementIn, ResultIn
+from tracker.series_counts import count_run
 from tracker.settings import Settings
 from tracker.stats import summarize_steps
 from tracker.vcs import ensure_candidate, upsert_commit
@@ -168,6 +169,12 @@ def _insert_once(*, session: Session, run: Run, key: str, digest: str) -> Ingest
         if existing is None:
             raise
         return IngestOutcome(run=existing, created=False)
+    count_run(
+        session=session,
+        case_id=run.case_id,
+        hardware_kind_id=run.hardware_kind_id,
+        failed=run.status is RunStatus.FAILED,
+    )
     return IngestOutcome(run=run, created=True)
 
 

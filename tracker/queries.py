@@ -26,6 +26,7 @@ from tracker.models import (
     Metric,
     Run,
     RunStatus,
+    SeriesCount,
 )
 from tracker.models.enums import enum_values
 from tracker.stats import change_pct
@@ -142,15 +143,9 @@ def overview(*, session: Session) -> list[OverviewRow]:
     then by model family, case and hardware.
     """
     counts = session.execute(
-        select(
-            Run.case_id,
-            Run.hardware_kind_id,
-            func.count().label("runs"),
-            func.count().filter(Run.status == RunStatus.FAILED).label("failed"),
-        )
-        .join(Case, Case.id == Run.case_id)
-        .where(Case.is_current.is_(True))
-        .group_by(Run.case_id, Run.hardware_kind_id)
+        select(SeriesCount.case_id, SeriesCount.hardware_kind_id, SeriesCount.runs, SeriesCount.failed)
+        .join(Case, Case.id == SeriesCount.case_id)
+        .where(Case.is_current.is_(True), SeriesCount.runs > 0)
     ).all()
     count_map = {(row.case_id, row.hardware_kind_id): (row.runs, row.failed) for row in counts}
     latest = _latest_points(session, count_map)

@@ -45,6 +45,7 @@ from tracker.models import (
     Verdict,
 )
 from tracker.schemas import BuildInfo, CommitIn, CompileCounters, JobResultIn, StageIn
+from tracker.series_counts import rebuild_series_counts
 from tracker.stats import summarize_steps
 from tracker.suites import load_suites
 from tracker.tokens import create_token
@@ -459,6 +460,8 @@ def generate(url: str, suite_dir: Path, config: ScaleConfig, *, sweep_alerts: bo
         report.seconds["comparisons"] = time.perf_counter() - phase
         session.commit()
 
+        rebuild_series_counts(session=session)  # the rows went around ingest, which keeps them
+        session.commit()
         phase = time.perf_counter()
         if engine.dialect.name == "postgresql":
             # What autovacuum does after a bulk load (PostgreSQL 13+ vacuums after inserts too):

@@ -30,7 +30,7 @@ from tracker.models.enums import (
     Workload,
 )
 from tracker.models.jobs import Job
-from tracker.models.runs import Run, RunArtifacts, RunStage
+from tracker.models.runs import Run, RunArtifacts, RunStage, SeriesCount
 from tracker.models.vcs import Candidate, CandidatePatch, Commit
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "RunStage",
     "RunStatus",
     "Runner",
+    "SeriesCount",
     "TokenRole",
     "Verdict",
     "Workload",

@@ -119,3 +119,17 @@ class RunArtifacts(Base):
     tree_sha: Mapped[str | None] = mapped_column(String(40), comment="git tree the benchmark ran")
 
     run: Mapped[Run] = relationship(back_populates="artifacts")
+
+
+class SeriesCount(Base):
+    """How many runs, and failed runs, a case × hardware series has: kept by ingest, so the overview
+    reads one row a series instead of counting every run."""
+
+    __tablename__ = "series_counts"
+
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id", ondelete="CASCADE"), primary_key=True)
+    hardware_kind_id: Mapped[int] = mapped_column(
+        ForeignKey("hardware_kinds.id", ondelete="CASCADE"), primary_key=True
+    )
+    runs: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    failed: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
