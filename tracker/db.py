@@ -12,6 +12,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 WRITE_OPTION = "perftrack_write"
@@ -107,3 +108,10 @@ def current_revision_of(connection: Connection) -> str | None:
 def head_revision() -> str | None:
     """The newest revision shipped with this version of perftrack."""
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def upsert_insert(session: Session, table: Any) -> Any:
+    """``INSERT`` for ``table`` in the dialect of ``session``'s database, with ``ON CONFLICT`` clauses
+    (PostgreSQL and SQLite spell them alike)."""
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    return dialect.insert(table)

@@ -14,9 +14,9 @@ import datetime as dt
 from collections.abc import Callable
 
 from sqlalchemy import delete, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from tracker import db
 from tracker.models import Alert, Case, HardwareKind, PendingEvaluation
 
 Evaluate = Callable[[Case, HardwareKind], list[Alert]]
@@ -24,10 +24,8 @@ Evaluate = Callable[[Case, HardwareKind], list[Alert]]
 
 def mark_pending(*, session: Session, case_id: int, hardware_kind_id: int, now: dt.datetime) -> None:
     """Note that a series has new points (a no-op when it is marked already)."""
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     statement = (
-        insert(PendingEvaluation)
+        db.upsert_insert(session, PendingEvaluation)
         .values(case_id=case_id, hardware_kind_id=hardware_kind_id, queued_at=now)
         .on_conflict_do_nothing()
     )

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from sqlalchemy import case, delete, func, insert, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from tracker import db
 from tracker.models import Run, RunStatus, SeriesCount
 
 
 def count_run(*, session: Session, case_id: int, hardware_kind_id: int, failed: bool) -> None:
     """Add one stored run to its series' counts (an atomic upsert: concurrent uploads add up)."""
-    dialect = session.get_bind().dialect.name
-    upsert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = upsert(SeriesCount).values(
+    statement = db.upsert_insert(session, SeriesCount).values(
         case_id=case_id, hardware_kind_id=hardware_kind_id, runs=1, failed=int(failed)
     )
     statement = statement.on_conflict_do_update(

@@ -9,7 +9,6 @@ the ``input`` either).
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -28,40 +27,19 @@ from tracker.errors import (
     PayloadTooLarge,
     PerftrackError,
 )
+from tracker.logs import Redactor, secret_values
 from tracker.schemas import describe_errors
 from web.pages.templating import templates
 
 logger = logging.getLogger("perftrack.web")
-_TOKEN_LIKE = re.compile(r"pt_[A-Za-z0-9_\-]{16,}")
-_REDACTED = "[redacted]"
-
-
-def _secrets(request: Request) -> list[str]:
-    state = getattr(request.app.state, "perftrack", None)
-    if state is None:
-        return []
-    settings = state.settings
-    values = [
-        getattr(settings, name, None)
-        for name in (
-            "admin_token",
-            "token",
-            "session_secret",
-            "github_webhook_secret",
-            "github_app_private_key",
-            "github_token",
-            "metrics_token",
-        )
-    ]
-    return [value.get_secret_value() for value in values if value is not None]
 
 
 def redact(request: Request, text: str) -> str:
-    """``text`` without token-shaped strings or configured secret values."""
-    for secret in _secrets(request):
-        if len(secret) >= 8:
-            text = text.replace(secret, _REDACTED)
-    return _TOKEN_LIKE.sub(_REDACTED, text)
+    """``text`` without token-shaped strings, credentials or any secret the settings hold (the same
+    redaction as the logs: :class:`tracker.logs.Redactor` over :func:`tracker.logs.secret_values`)."""
+    state = getattr(request.app.state, "perftrack", None)
+    secrets = secret_values(state.settings) if state is not None else []
+    return Redactor(secrets).text(text)
 
 
 def _problems(request: Request, errors: Any) -> list[dict[str, Any]]:

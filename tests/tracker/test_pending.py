@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
 from tests.tracker.test_alerts import LIMITS
+from tests.tracker.test_scheduling import schedule, scratch_engine, service
+from tracker import db
 from tracker.ingest import ingest_result
 from tracker.models import Alert, PendingEvaluation
 from tracker.pending import mark_pending, pending_count
@@ -19,6 +22,7 @@ from tracker.reactions import evaluate_pending_series
 from tracker.schemas import ResultIn
 from tracker.settings import Settings
 
+__all__ = ["scratch_engine"]
 DEFERRED = replace(LIMITS, defer_detection=True)
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
 
@@ -75,3 +79,15 @@ def test_the_api_defers_when_configured(
     evaluate_pending_series(session=session, now=NOW, history=None)
     assert len(alerts(session)) == 1
     assert "perftrack_detection_pending_series 0.0" in client.get("/metrics").text
+
+
+def test_the_scheduler_evaluates_the_marked_series(scratch_engine: Engine, tmp_path: Path) -> None:
+    sessions = db.make_session_factory(scratch_engine)
+    with db.session_scope(sessions) as session:
+        for body in regression_payloads()[:2]:
+            ingest_result(session=session, result=ResultIn.model_validate(body), limits=DEFERRED)
+    scheduler = service(scratch_engine, tmp_path, schedule())
+    assert scheduler.evaluate_pending() == 1  # the alert the two runs make
+    with db.session_scope(sessions) as session:
+        assert pending_count(session=session) == 0
+        assert len(alerts(session)) == 1
