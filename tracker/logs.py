@@ -37,7 +37,9 @@ _TOKEN_TEXT = re.compile(rf"(?<![A-Za-z0-9]){re.escape(TOKEN_PREFIX)}[A-Za-z0-9_
 _HEADER_TEXT = re.compile(
     r"(?i)\b((?:proxy-)?authorization|cookie|set-cookie|x-api-key)(['\"]?\s*[:=]\s*['\"]?)([^'\"\n,}]+)"
 )
-_BEARER_TEXT = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]+")
+_BEARER_TEXT = re.compile(
+    r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"
+)  # credentials, not "bearer token"
 _SECRET_KEY = re.compile(r"(?i)(authorization|cookie|token|secret|password|passwd|api_key|private_key)")
 # The attributes every LogRecord has; anything else on a record came from ``extra=``.
 _STANDARD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
