@@ -14,8 +14,10 @@ from tracker.models.detection import (
     PendingEvaluation,
 )
 from tracker.models.enums import (
+    AlertConfirmation,
     AlertStatus,
     Arm,
+    ComparisonKind,
     ComparisonState,
     Direction,
     JobReason,
@@ -35,6 +37,7 @@ from tracker.models.vcs import Candidate, CandidatePatch, Commit
 
 __all__ = [
     "Alert",
+    "AlertConfirmation",
     "AlertEvent",
     "AlertStatus",
     "ApiToken",
@@ -49,6 +52,7 @@ __all__ = [
     "CaseHardware",
     "Commit",
     "Comparison",
+    "ComparisonKind",
     "ComparisonResult",
     "ComparisonState",
     "Direction",

@@ -11,6 +11,7 @@ from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict
 from tracker.models.catalog import Case, HardwareKind, Repository
 from tracker.models.enums import (
     AlertStatus,
+    ComparisonKind,
     ComparisonState,
     Direction,
     Metric,
@@ -118,6 +119,10 @@ class BisectionStep(Base):
     value: Mapped[float | None] = mapped_column(Float)
     outcome: Mapped[str] = mapped_column(String(16), nullable=False, comment="good, bad, skipped, pending")
     job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
+    comparison_id: Mapped[int | None] = mapped_column(
+        ForeignKey("comparisons.id", ondelete="SET NULL"),
+        comment="paired rounds against the last good commit, when one run could not call the step",
+    )
     note: Mapped[str] = mapped_column(Text, nullable=False, default="", server_default="")
     created_at: Mapped[created_at]
 
@@ -155,6 +160,17 @@ class Comparison(Base):
     github_comment_id: Mapped[int | None] = mapped_column(BigInteger, comment="the bot's one comment")
     github_repository: Mapped[str | None] = mapped_column(String(255), comment="owner/name of the PR")
     head_sha: Mapped[str | None] = mapped_column(String(40), comment="PR head the comparison measured")
+    kind: Mapped[ComparisonKind] = mapped_column(
+        str_enum(ComparisonKind, "comparison_kind"),
+        nullable=False,
+        default=ComparisonKind.PR,
+        server_default=ComparisonKind.PR.value,
+    )
+    alert_id: Mapped[int | None] = mapped_column(
+        ForeignKey("alerts.id", ondelete="CASCADE"),
+        index=True,
+        comment="the alert a confirmation or bisection step decides",
+    )
     created_at: Mapped[created_at]
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 

@@ -116,6 +116,34 @@ class ComparisonState(StrEnum):
     FAILED = "failed"
 
 
+class ComparisonKind(StrEnum):
+    """Why a comparison exists: a pull request (or any A/B asked for), an A/A calibration, the paired
+    confirmation of a suspect change, or a bisection step too close to call on one run."""
+
+    PR = "pr"
+    CALIBRATION = "calibration"
+    CONFIRMATION = "confirmation"
+    BISECT = "bisect"
+
+
+class AlertConfirmation(StrEnum):
+    """How an alert's change was established (stored as a short string).
+
+    ``pending``: paired rounds are deciding (a *suspect*, not yet an alert); ``confirmed``: the
+    paired interval lies beyond the threshold; ``refuted``: it lies short of it; ``too_noisy``:
+    still inconclusive at the round cap (never confirmed); ``not_possible``: imported results,
+    or runs that could not be repeated; ``held``: imported results held over several runs.
+    """
+
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    HELD = "held"
+    REFUTED = "refuted"
+    TOO_NOISY = "too_noisy"
+    NOT_POSSIBLE = "not_possible"
+    NOT_NEEDED = "not_needed"
+
+
 class Arm(StrEnum):
     """Which side of a comparison a job measures."""
 

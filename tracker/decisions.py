@@ -1,0 +1,357 @@
+"""What to do about a change detection found: pure decisions over plain numbers, no database, no clock.
+
+The service (:mod:`tracker.alerts`, :mod:`tracker.confirmation`, :mod:`tracker.bisection`) feeds
+these functions with real jobs' results; the detection benchmark (``benchmarks/detection``) feeds
+them with drawn re-runs. Both therefore score and act on exactly the same rules:
+
+* :func:`plan_change`: a change found on a series is *raised* at once only when nobody can re-run
+  it (imported results); otherwise it is a *suspect*, confirmed first by paired rounds of its
+  last good and first bad commits (A B A B …, a fresh process each, on one runner).
+* :func:`judge_confirmation`: the paired rounds' interval (:func:`tracker.abstats.compare_rounds`)
+  decides. **Confirmed** only when the whole interval lies beyond the threshold in the suspect's
+  direction; **refuted** when it lies short of the threshold in that direction (the rounds rule
+  out a change that large); otherwise more rounds, up to a cap, then **too noisy** — never
+  confirmed. Drift during the rounds cancels out because the arms alternate.
+* :func:`bisect_call`: a bisection step's good/bad call. One run decides when it lies clearly on
+  one side of the midpoint given the series' noise; otherwise paired rounds of the commit against
+  the range's last good commit decide where its level lies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from scipy import stats as scipy_stats
+
+from tracker.abstats import ComparisonStats, NoisePrior, RoundValues, compare_rounds
+from tracker.changepoint_model import Change
+
+__all__ = [
+    "BisectCall",
+    "BisectJudgement",
+    "ChangeAction",
+    "ChangePlan",
+    "ConfirmationJudgement",
+    "ConfirmationOutcome",
+    "ConfirmationPolicy",
+    "bisect_call",
+    "judge_confirmation",
+    "plan_change",
+    "single_run_bisect_call",
+]
+
+
+class ChangeAction(StrEnum):
+    """What a newly found change calls for."""
+
+    CONFIRM = "confirm"  # a suspect: paired rounds of its two commits decide
+    RAISE = "raise"  # nobody can re-run it (imports): raised at once, marked unconfirmed
+    NOTHING = "nothing"  # nothing measured before it: no last good commit to compare with
+
+
+class ConfirmationOutcome(StrEnum):
+    """How paired rounds judged a suspect."""
+
+    CONFIRMED = "confirmed"
+    REFUTED = "refuted"
+    MORE_ROUNDS = "more_rounds"
+    TOO_NOISY = "too_noisy"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationPolicy:
+    """How many paired rounds a confirmation starts with, and the cap it may grow to.
+
+    Rounds double while the interval is inconclusive (2 → 4 → 8), as comparisons do; a
+    clear change of several times the noise is settled by the first two.
+    """
+
+    initial_rounds: int = 2
+    max_rounds: int = 8
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.initial_rounds <= self.max_rounds:
+            raise ValueError("need 1 <= initial_rounds <= max_rounds")
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePlan:
+    """The decision for one change: act, and on which commits of the series (indices)."""
+
+    action: ChangeAction
+    last_good_index: int | None
+    first_bad_index: int
+    rounds: int
+    max_rounds: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationJudgement:
+    """What a confirmation's rounds say so far.
+
+    ``rounds_wanted`` is how many rounds should exist in all (more than scheduled asks for more);
+    ``stats`` the paired estimate and interval (``None`` before the first usable round).
+    """
+
+    outcome: ConfirmationOutcome
+    rounds_wanted: int
+    stats: ComparisonStats | None
+    reason: str
+
+
+def plan_change(change: Change, *, can_rerun: bool, policy: ConfirmationPolicy | None = None) -> ChangePlan:
+    """Decide what a change found on a series calls for.
+
+    Parameters
+    ----------
+    change
+        The change, as :func:`tracker.changepoints.detect_changes` reports it.
+    can_rerun
+        Whether perftrack's runners measured the first bad commit (so they can measure it again);
+        imported results cannot be re-run.
+    policy
+        Round counts for the confirmation.
+
+    Returns
+    -------
+    ChangePlan
+        ``confirm`` with the commits and rounds, ``raise`` (unconfirmed), or ``nothing``.
+    """
+    policy = policy or ConfirmationPolicy()
+    if change.index < 1:
+        return ChangePlan(
+            ChangeAction.NOTHING, None, change.index, 0, 0, "nothing measured before it: no last good commit"
+        )
+    if not can_rerun:
+        return ChangePlan(
+            ChangeAction.RAISE,
+            change.index - 1,
+            change.index,
+            0,
+            0,
+            "imported results, which perftrack cannot re-run: raised unconfirmed",
+        )
+    return ChangePlan(
+        ChangeAction.CONFIRM,
+        change.index - 1,
+        change.index,
+        policy.initial_rounds,
+        policy.max_rounds,
+        f"paired rounds of the last good and first bad commits ({policy.initial_rounds}, "
+        f"up to {policy.max_rounds}) decide before it is raised",
+    )
+
+
+def judge_confirmation(
+    rounds: Sequence[RoundValues],
+    *,
+    regression: bool,
+    threshold_pct: float,
+    scheduled: int,
+    prior: NoisePrior | None = None,
+    policy: ConfirmationPolicy | None = None,
+) -> ConfirmationJudgement:
+    """Judge a suspect from the paired rounds measured so far (base = last good, head = first bad).
+
+    Parameters
+    ----------
+    rounds
+        Usable rounds (both arms measured), in the order they ran.
+    regression
+        The suspect's direction: ``True`` for slower, ``False`` for faster.
+    threshold_pct
+        The model's threshold (percent) on this hardware: what counts as a change.
+    scheduled
+        Rounds that exist so far (ended or not); the judgement asks for more only beyond these.
+    prior
+        Per-run noise known from calibration or history, pooled with the rounds' own spread.
+    policy
+        Round counts.
+
+    Returns
+    -------
+    ConfirmationJudgement
+        Confirmed, refuted, more rounds (and how many in all), or too noisy at the cap.
+    """
+    policy = policy or ConfirmationPolicy()
+    if threshold_pct <= 0:
+        raise ValueError("threshold_pct must be positive")
+    grown = min(max(2 * scheduled, policy.initial_rounds), policy.max_rounds)
+    if not rounds:
+        if scheduled < policy.max_rounds:
+            return ConfirmationJudgement(
+                ConfirmationOutcome.MORE_ROUNDS, grown, None, "no usable round yet: more rounds"
+            )
+        return ConfirmationJudgement(
+            ConfirmationOutcome.TOO_NOISY, scheduled, None, f"no usable round in {scheduled}"
+        )
+    stats = compare_rounds(rounds, threshold_pct=threshold_pct, prior=prior, confidence=policy.confidence)
+    way = "slower" if regression else "faster"
+    if stats.ci_low_pct is None or stats.ci_high_pct is None:
+        beyond = short = False
+        interval = f"{stats.change_pct:+.2f} % (no interval yet)"
+    else:
+        interval = f"{stats.change_pct:+.2f} % [{stats.ci_low_pct:+.2f}, {stats.ci_high_pct:+.2f}]"
+        if regression:
+            beyond = stats.ci_low_pct >= threshold_pct
+            short = stats.ci_high_pct < threshold_pct
+        else:
+            beyond = stats.ci_high_pct <= -threshold_pct
+            short = stats.ci_low_pct > -threshold_pct
+    count = f"{stats.rounds} paired round{'s' if stats.rounds != 1 else ''}"
+    if beyond:
+        return ConfirmationJudgement(
+            ConfirmationOutcome.CONFIRMED,
+            scheduled,
+            stats,
+            f"confirmed by {count}: {interval}, {way} beyond the {threshold_pct:g} % threshold",
+        )
+    if short:
+        return ConfirmationJudgement(
+            ConfirmationOutcome.REFUTED,
+            scheduled,
+            stats,
+            f"refuted by {count}: {interval} rules out a change of {threshold_pct:g} % {way}",
+        )
+    if scheduled < policy.max_rounds:
+        return ConfirmationJudgement(
+            ConfirmationOutcome.MORE_ROUNDS,
+            grown,
+            stats,
+            f"inconclusive after {count}: {interval} crosses the {threshold_pct:g} % threshold; "
+            f"running {grown} rounds in all",
+        )
+    return ConfirmationJudgement(
+        ConfirmationOutcome.TOO_NOISY,
+        scheduled,
+        stats,
+        f"unconfirmed, too noisy: {interval} after {count} (the cap) still crosses the "
+        f"{threshold_pct:g} % threshold",
+    )
+
+
+class BisectCall(StrEnum):
+    """A bisection step's call for one commit."""
+
+    GOOD = "good"
+    BAD = "bad"
+    UNDECIDED = "undecided"  # single run too close to call: paired rounds are needed
+    MORE_ROUNDS = "more_rounds"
+    TOO_NOISY = "too_noisy"
+
+
+@dataclass(frozen=True, slots=True)
+class BisectJudgement:
+    """A bisection step's call, the share of the way from the good to the bad level, and why."""
+
+    call: BisectCall
+    share: float | None
+    rounds_wanted: int
+    reason: str
+
+
+# A single run decides a bisection step only when it lies this many standard deviations of one
+# run away from the midpoint between the two levels (about 1 in 3,000 to be on the wrong side).
+SINGLE_RUN_Z = 3.5
+
+
+def single_run_bisect_call(
+    value: float, *, good_level: float, bad_level: float, noise_pct: float | None
+) -> BisectJudgement:
+    """Call one commit good or bad from its runs' median, when the noise allows it.
+
+    Parameters
+    ----------
+    value
+        The commit's measured level (ms; the median of its runs).
+    good_level, bad_level
+        The levels before and after the change (ms).
+    noise_pct
+        Per-run noise of the series (percent); unknown noise never lets one run decide close calls
+        (it must then lie within the outer fifth of the way).
+
+    Returns
+    -------
+    BisectJudgement
+        ``good``/``bad``, or ``undecided`` when paired rounds must settle it.
+    """
+    if value <= 0 or good_level <= 0 or bad_level <= 0:
+        raise ValueError("levels must be positive")
+    span = math.log(bad_level / good_level)
+    if span == 0:
+        return BisectJudgement(BisectCall.UNDECIDED, None, 0, "the two levels are equal")
+    offset = math.log(value / good_level)
+    share = offset / span
+    if noise_pct is not None and noise_pct > 0:
+        distance = abs(offset - span / 2.0) / (noise_pct / 100.0)
+        decisive = distance >= SINGLE_RUN_Z
+        why = f"{distance:.1f} run standard deviations from the midpoint"
+    else:
+        decisive = abs(share - 0.5) >= 0.3
+        why = "no noise estimate; only the outer fifths decide"
+    if not decisive:
+        return BisectJudgement(
+            BisectCall.UNDECIDED, share, 0, f"{share * 100:.0f} % of the way: too close to call ({why})"
+        )
+    call = BisectCall.BAD if share >= 0.5 else BisectCall.GOOD
+    return BisectJudgement(call, share, 0, f"{share * 100:.0f} % of the way ({why})")
+
+
+def bisect_call(
+    rounds: Sequence[RoundValues],
+    *,
+    span_pct: float,
+    scheduled: int,
+    policy: ConfirmationPolicy | None = None,
+) -> BisectJudgement:
+    """Call a commit good or bad from paired rounds against the range's last good commit.
+
+    Parameters
+    ----------
+    rounds
+        Usable rounds: ``base`` the last good commit, ``head`` the commit in doubt.
+    span_pct
+        The change from the good to the bad level (percent, signed), e.g. the alert's confirmed
+        paired estimate.
+    scheduled
+        Rounds that exist so far.
+    policy
+        Round counts (the same as confirmations').
+
+    Returns
+    -------
+    BisectJudgement
+        ``bad`` when the interval of the commit's change lies past half the span, ``good`` when
+        short of it, else more rounds; ``too_noisy`` at the cap.
+    """
+    policy = policy or ConfirmationPolicy()
+    span = math.log1p(span_pct / 100.0)
+    if span == 0:
+        raise ValueError("span_pct must not be zero")
+    grown = min(max(2 * scheduled, policy.initial_rounds), policy.max_rounds)
+    if len(rounds) < 2:
+        if scheduled < policy.max_rounds:
+            return BisectJudgement(BisectCall.MORE_ROUNDS, None, grown, "fewer than two usable rounds")
+        return BisectJudgement(BisectCall.TOO_NOISY, None, scheduled, "fewer than two usable rounds at the cap")
+    ratios = [math.log(pair.head / pair.base) / span for pair in rounds]
+    count = len(ratios)
+    mean = sum(ratios) / count
+    sd = math.sqrt(sum((ratio - mean) ** 2 for ratio in ratios) / (count - 1))
+    half = float(scipy_stats.t.ppf(0.5 + policy.confidence / 2.0, count - 1)) * sd / math.sqrt(count)
+    interval = f"{mean * 100:.0f} % of the way [{(mean - half) * 100:.0f}, {(mean + half) * 100:.0f}]"
+    if mean - half > 0.5:
+        return BisectJudgement(BisectCall.BAD, mean, scheduled, f"{count} paired rounds: {interval}")
+    if mean + half < 0.5:
+        return BisectJudgement(BisectCall.GOOD, mean, scheduled, f"{count} paired rounds: {interval}")
+    if scheduled < policy.max_rounds:
+        return BisectJudgement(
+            BisectCall.MORE_ROUNDS, mean, grown, f"{count} paired rounds: {interval} straddles half way"
+        )
+    return BisectJudgement(
+        BisectCall.TOO_NOISY, mean, scheduled, f"{count} paired rounds (the cap): {interval} straddles half way"
+    )
