@@ -2,6 +2,10 @@
 
 A round pairs a base and a head arm of one case × hardware; an arm is a job and, once measured, its
 newest successful run. :mod:`tracker.comparisons` judges results from these same rounds.
+
+A run flagged for its measuring conditions (``tracker.hygiene``) does not count: its job is queued
+once more with the same round and arm, and the arm is the newest job's — pending while the re-run
+waits, measured by the re-run once it is in, without a value when the re-run was flagged too.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ _ENDED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 
 @dataclass(frozen=True)
 class ArmView:
-    """One arm of one round: its job and, once measured, its successful run."""
+    """One arm of one round: its (newest) job and, once measured, its successful, counted run;
+    ``excluded`` is the run the job measured when hygiene flagged it (then ``run`` is ``None``)."""
 
     job: Job | None
     run: Run | None
+    excluded: Run | None = None
 
     @property
     def value_ms(self) -> float | None:
@@ -52,7 +58,11 @@ class ArmView:
         if not self.ended or self.value_ms is not None:
             return None
         assert self.job is not None
-        return self.job.failure_reason or f"job {self.job.state.value}"
+        if self.job.failure_reason:
+            return self.job.failure_reason
+        if self.excluded is not None:
+            return f"run {self.excluded.id} excluded: {self.excluded.excluded_reason}"
+        return f"job {self.job.state.value}"
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,7 @@ def rounds_of(*, session: Session, comparison_id: int) -> dict[tuple[int, int], 
         .execution_options(populate_existing=True)
     ).all()
     runs: dict[int, Run] = {}
+    excluded: dict[int, Run] = {}
     if jobs:
         for run in session.scalars(
             select(Run)
@@ -119,28 +130,33 @@ def rounds_of(*, session: Session, comparison_id: int) -> dict[tuple[int, int], 
             .order_by(Run.id)
         ):
             assert run.job_id is not None
-            runs[run.job_id] = run  # the newest successful run of a job counts
+            # The newest successful run of a job counts, unless its measuring conditions were not clean.
+            (runs if run.excluded_reason is None else excluded)[run.job_id] = run
     slots: dict[tuple[int, int], dict[int, dict[Arm, Job]]] = {}
     for job in jobs:
         if job.comparison_round is None or job.arm is None:
             continue
         key = (job.case_id, job.hardware_kind_id)
+        # Jobs come oldest first: a re-run queued for a flagged run takes its arm's place.
         slots.setdefault(key, {}).setdefault(job.comparison_round, {})[job.arm] = job
     table: dict[tuple[int, int], list[RoundView]] = {}
     for key, by_round in slots.items():
         table[key] = [
             RoundView(
                 round=number,
-                base=_arm(by_round[number].get(Arm.BASE), runs),
-                head=_arm(by_round[number].get(Arm.HEAD), runs),
+                base=_arm(by_round[number].get(Arm.BASE), runs, excluded),
+                head=_arm(by_round[number].get(Arm.HEAD), runs, excluded),
             )
             for number in sorted(by_round)
         ]
     return table
 
 
-def _arm(job: Job | None, runs: dict[int, Run]) -> ArmView:
-    return ArmView(job=job, run=runs.get(job.id) if job is not None else None)
+def _arm(job: Job | None, runs: dict[int, Run], excluded: dict[int, Run]) -> ArmView:
+    if job is None:
+        return ArmView(job=None, run=None)
+    run = runs.get(job.id)
+    return ArmView(job=job, run=run, excluded=excluded.get(job.id) if run is None else None)
 
 
 def get_comparison(*, session: Session, comparison_id: int) -> Comparison:

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict, InvalidInput, PayloadTooLarge
 from tracker.history import GitHistory
+from tracker.hygiene import flag_run
 from tracker.jobs import finish_job, live_job
 from tracker.metrics import record_result
 from tracker.models import Run, RunArtifacts, Runner, RunSource, RunStage, RunStatus, utcnow
@@ -219,6 +220,8 @@ def _build_run(result: MeasurementIn, *, key: str, digest: str, source: RunSourc
     )
     if result.status == "ok":
         _fill_step_summary(run, result)
+    # Measured beside a CPU hog or on a throttled GPU: stored, but flagged and left out of detection.
+    flag_run(run, result.environment)
     return run
 
 

@@ -21,6 +21,25 @@ from pathlib import Path
 from typing import Any
 
 GPU_FIELDS = ("index", "name", "driver_version", "clocks.sm", "clocks.mem", "temperature.gpu", "power.draw")
+# Whether the GPU ran at full speed: what hygiene checks before and after a run.
+CONDITION_FIELDS = (
+    "index",
+    "clocks.sm",
+    "clocks.max.sm",
+    "temperature.gpu",
+    "clocks_throttle_reasons.active",
+)
+# NVML's clocks-event (throttle) reason bits, as nvidia-smi prints them in hex.
+THROTTLE_BITS = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+)
 NO_NVIDIA_SMI = "none (nvidia-smi not found)"
 _CUDA_VERSION = re.compile(r"CUDA Version:\s*(?P<v>[\d.]+)")
 
@@ -79,6 +98,40 @@ class EnvironmentProbe:
             "gpu_power_w": "power.draw",
         }
         return {f"{key}_{when}": [_number(row.get(field)) for row in rows] for key, field in columns.items()}
+
+    def gpu_conditions(self, gpu_ids: Sequence[int]) -> list[dict[str, Any]] | str:
+        """Per GPU: SM clock and its maximum (MHz), temperature (°C), active throttle reasons.
+
+        A string says why nothing could be read (no nvidia-smi, a failing query).
+        """
+        argv = [
+            *self.nvidia_smi,
+            f"--query-gpu={','.join(CONDITION_FIELDS)}",
+            "--format=csv,noheader,nounits",
+        ]
+        if gpu_ids:
+            argv.append(f"--id={','.join(str(i) for i in gpu_ids)}")
+        out = self._run(argv)
+        if out is None:
+            return "nvidia-smi failed or is missing"
+        snapshots = []
+        for line in out.splitlines():
+            cells = [cell.strip() for cell in line.split(",")]
+            if len(cells) != len(CONDITION_FIELDS):
+                continue
+            row = dict(zip(CONDITION_FIELDS, cells, strict=True))
+            mask = parse_throttle_mask(row["clocks_throttle_reasons.active"])
+            snapshots.append(
+                {
+                    "index": _integer(row["index"]),
+                    "sm_clock_mhz": _number(row["clocks.sm"]),
+                    "max_sm_clock_mhz": _number(row["clocks.max.sm"]),
+                    "temperature_c": _number(row["temperature.gpu"]),
+                    "throttle_mask": None if mask is None else f"0x{mask:x}",
+                    "throttle_reasons": [] if mask is None else throttle_reasons(mask),
+                }
+            )
+        return snapshots
 
     def package_versions(self, python: str, env: Mapping[str, str]) -> dict[str, Any]:
         """torch / sglang versions as the benchmark's interpreter sees them."""
@@ -159,6 +212,30 @@ def _number(raw: str | None) -> float | None:
     """nvidia-smi prints "[N/A]" or "[Not Supported]" for readings a GPU lacks."""
     try:
         return float(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def parse_throttle_mask(raw: str | None) -> int | None:
+    """nvidia-smi's ``0x0000000000000004`` (or "[N/A]") as an integer."""
+    try:
+        return int(raw or "", 16)
+    except ValueError:
+        return None
+
+
+def throttle_reasons(mask: int) -> list[str]:
+    """The names of the bits set in a throttle-reason mask (unknown bits as ``0x...``)."""
+    names = [name for bit, name in THROTTLE_BITS if mask & bit]
+    known = sum(bit for bit, _ in THROTTLE_BITS)
+    if mask & ~known:
+        names.append(f"0x{mask & ~known:x}")
+    return names
+
+
+def _integer(raw: str | None) -> int | None:
+    try:
+        return int(raw) if raw is not None else None
     except ValueError:
         return None
 

@@ -26,6 +26,7 @@ from runners.workloads.commandline import (
     render_command,
 )
 from runners.workloads.compile_log import CompileEventCounter, compile_counters
+from runners.workloads.conditions import CpuSampler
 from runners.workloads.environment import EnvironmentProbe, interpreter_for
 from runners.workloads.process import LogCapture, run_process
 from runners.workloads.serve import ServeSettings, free_port, image_request_body, run_served, unsupported_task
@@ -43,6 +44,8 @@ class SglangWorkload:
     HF_HOME and the like reach it); ``extra_env`` is added on top (e.g. the toy's shared
     ``TORCHINDUCTOR_CACHE_DIR``). ``python`` runs the torch/sglang version probe (``None``: the
     interpreter behind the executable); ``probe=None`` captures no environment at all.
+    ``cpu_sampler`` makes the sampler of what else the machine did during the run (``None``: none);
+    its result and the GPUs' clocks and throttle reasons go to the environment's ``conditions``.
     """
 
     generate_executable: tuple[str, ...] = DEFAULT_GENERATE
@@ -56,6 +59,7 @@ class SglangWorkload:
     probe: EnvironmentProbe | None = field(default_factory=EnvironmentProbe)
     serve: ServeSettings = field(default_factory=ServeSettings)
     kill_grace_s: float = 10.0
+    cpu_sampler: Callable[[], CpuSampler] | None = CpuSampler
 
     def run(self, case: CaseSpec, context: WorkloadContext) -> WorkloadResult:
         """Execute ``case``; a failure of the benchmark comes back in ``failure``, never raised."""
@@ -74,6 +78,7 @@ class SglangWorkload:
         environment = self._environment_before(context, env, self.generate_executable)
         counter = CompileEventCounter()
         capture = LogCapture(context.max_log_bytes, _Tee(counter.feed, context.on_output))
+        watch = _Conditions(self, context)
         outcome = run_process(
             argv,
             env=env,
@@ -82,10 +87,11 @@ class SglangWorkload:
             timeout_s=context.timeout_s,
             grace_s=self.kill_grace_s,
             cancel=context.cancel,
-            on_start=context.on_start,
+            on_start=watch.started,
         )
         dump_text = _read_text(dump_path)
         environment.update(self._gpu_state(context, "after"))
+        watch.record(environment)
         return WorkloadResult(
             command=render_command(argv, env, self._shown_env()),
             log_text=capture.text(),
@@ -109,6 +115,7 @@ class SglangWorkload:
         environment = self._environment_before(context, env, self.serve_executable)
         counter = CompileEventCounter()
         capture = LogCapture(context.max_log_bytes, _Tee(counter.feed, context.on_output))
+        watch = _Conditions(self, context)
         outcome = run_served(
             case,
             argv=argv,
@@ -120,9 +127,10 @@ class SglangWorkload:
             timeout_s=context.timeout_s,
             grace_s=self.kill_grace_s,
             cancel=context.cancel,
-            on_start=context.on_start,
+            on_start=watch.started,
         )
         environment.update(self._gpu_state(context, "after"))
+        watch.record(environment)
         requests = f"{self.serve.warmup_requests} warmup + {case.requests} timed"
         body = json.dumps(image_request_body(case), ensure_ascii=False)
         return WorkloadResult(
@@ -169,6 +177,55 @@ class SglangWorkload:
 
     def _gpu_state(self, context: WorkloadContext, when: str) -> dict[str, Any]:
         return {} if self.probe is None else self.probe.gpu_state(context.gpu_ids, when)
+
+
+class _Conditions:
+    """What else the machine did during one run: GPU clocks and throttling before it, CPU use while it
+    ran, both again after it. Every probe tolerates failure; a broken one leaves an ``error``."""
+
+    def __init__(self, workload: SglangWorkload, context: WorkloadContext) -> None:
+        self._probe = workload.probe
+        self._context = context
+        self._gpu_before = self._gpus()
+        self._sampler: CpuSampler | None = None
+        if self._probe is not None and workload.cpu_sampler is not None:
+            self._sampler = workload.cpu_sampler()
+            self._sampler.start()
+
+    def started(self, pgid: int) -> None:
+        """The benchmark started as process group ``pgid``: sample it, and tell the agent."""
+        if self._sampler is not None:
+            try:
+                self._sampler.attach(pgid)
+            except Exception:  # a sampler that cannot start must not stop the benchmark
+                self._sampler = None
+        if self._context.on_start is not None:
+            self._context.on_start(pgid)
+
+    def record(self, environment: dict[str, Any]) -> None:
+        """Stop sampling; put the conditions into ``environment["conditions"]``."""
+        if self._probe is None:
+            return
+        conditions: dict[str, Any] = {}
+        if self._sampler is not None:
+            try:
+                conditions["cpu"] = self._sampler.stop()
+            except Exception as error:
+                conditions["cpu"] = {"error": f"{type(error).__name__}: {error}"}
+        if self._context.gpu_ids:
+            before, after = self._gpu_before, self._gpus()
+            if isinstance(before, str):
+                conditions["gpu"] = {"error": f"before the run: {before}"}
+            elif isinstance(after, str):
+                conditions["gpu"] = {"error": f"after the run: {after}"}
+            else:
+                conditions["gpu"] = {"before": before, "after": after}
+        environment["conditions"] = conditions
+
+    def _gpus(self) -> list[dict[str, Any]] | str:
+        if self._probe is None or not self._context.gpu_ids:
+            return []
+        return self._probe.gpu_conditions(self._context.gpu_ids)
 
 
 def compiles(case: CaseSpec) -> bool:

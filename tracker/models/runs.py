@@ -8,6 +8,7 @@ only for a single run's page.
 from __future__ import annotations
 
 import datetime as dt
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
@@ -17,6 +18,14 @@ from tracker.models.base import Base, JSONType, UTCDateTime, created_at, int_pk,
 from tracker.models.catalog import Case, HardwareKind
 from tracker.models.enums import RunSource, RunStatus, str_enum
 from tracker.models.vcs import Candidate, Commit
+
+
+class MeasurementFlag(StrEnum):
+    """Why the conditions a run was measured under disqualify its number (``tracker.hygiene``)."""
+
+    CONTENTION = "contention"  # other processes took a share of the CPU beside the benchmark
+    GPU_THROTTLED = "gpu_throttled"  # a GPU reported thermal or power throttling before or after
+    CPU_STEAL = "cpu_steal"  # the hypervisor took CPU time from the machine
 
 
 class Run(Base):
@@ -71,6 +80,15 @@ class Run(Base):
     measured_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), comment="when it ran, UTC")
     excluded_reason: Mapped[str | None] = mapped_column(
         Text, comment="why detection leaves this run out (an outlier a re-run refuted); NULL: counted"
+    )
+    measurement_flag: Mapped[MeasurementFlag | None] = mapped_column(
+        str_enum(MeasurementFlag, "measurement_flag"),
+        comment="why the measuring conditions disqualify the run (reason in excluded_reason); NULL: clean",
+    )
+    rerun_job_id: Mapped[int | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="SET NULL"),
+        index=True,
+        comment="the job queued to measure again because this run was flagged",
     )
     created_at: Mapped[created_at]
 
