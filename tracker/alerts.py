@@ -6,15 +6,16 @@
 * a change that matches no alert creates one (unique per series and first bad commit; a change
   re-placed by a commit or two, or found inside an alert's last-good..first-bad range, is the
   same alert);
-* a suspect (one run at a new level) measured by perftrack's runners is re-run first: the alert
-  waits in ``confirmation = "pending"`` while ``confirm`` jobs measure the suspect and the last
-  good commit again. A re-run that holds makes it ``confirmed``; one that falls back refutes it
-  (status ``invalid``), and the outlier run is excluded from detection with the runner named
-  (:mod:`tracker.confirmation`);
-* a change undoing an open alert (opposite direction, back to within half of the step) marks it
-  ``fixed`` by that commit;
-* imported results cannot be re-run: their alerts open at once, ``confirmation = "not_possible"``,
-  and say when they rest on single runs without a noise estimate.
+* every change measured by perftrack's runners is a *suspect* first
+  (:func:`tracker.decisions.plan_change`): the alert waits in ``confirmation = pending`` while
+  paired rounds of its last good and first bad commits decide (:mod:`tracker.confirmation`):
+  confirmed, refuted (status ``invalid``, the suspect run left out of detection) or unconfirmed
+  because too noisy — never confirmed on one unpaired re-run, nor on runs that merely held;
+* a change undoing a live regression (opposite direction, back to within half of the step) is a
+  suspect improvement too; once confirmed it marks the regression ``fixed`` by its commit;
+* imported results cannot be re-run: their alerts open at once, ``confirmation = not_possible``
+  (``held`` when several runs stand at the new level), and an imported change undoing an alert
+  marks it fixed at once.
 
 Loading a series and reading its threshold and alerts live in :mod:`tracker.series_state`; they are
 re-exported here.
@@ -32,10 +33,12 @@ from sqlalchemy.orm import Session
 
 from tracker.alert_log import ACTOR, record
 from tracker.changepoints import Change, Detection
-from tracker.confirmation import enqueue_confirmation, settle_after_reruns, settle_vanished
+from tracker.confirmation import start_confirmation
+from tracker.decisions import ChangeAction, plan_change
 from tracker.metrics import timed_detection
 from tracker.models import (
     Alert,
+    AlertConfirmation,
     AlertStatus,
     Case,
     Commit,
@@ -72,6 +75,8 @@ __all__ = [
 
 MATCH_RADIUS = 3  # commits: a re-placed change within this distance is the same change
 _LIVE = (AlertStatus.OPEN, AlertStatus.ACKNOWLEDGED)
+# Alerts no later change can undo: nothing real was established.
+_UNCONFIRMED = (AlertConfirmation.PENDING, AlertConfirmation.REFUTED, AlertConfirmation.TOO_NOISY)
 # Something to do with an alert that has just become a confirmed change (bisection starts there).
 AlertHook = Callable[[Alert], None]
 
@@ -104,8 +109,9 @@ def evaluate_series(
 ) -> list[Alert]:
     """Bring a series' alerts in line with what detection finds now; returns the alerts it touched.
 
-    ``on_confirmed`` is called for every alert that becomes a real change in this call (opened
-    on established evidence or confirmed by a re-run): bisection starts there.
+    ``on_confirmed`` is called for every alert that opens as a real change in this call (imported
+    results held over several runs): bisection starts there. Suspects are confirmed later, when
+    their paired rounds are in (:func:`tracker.confirmation.settle_confirmation`).
     """
     commits, detection = detect_series(session=session, case=case, hardware=hardware)
     if detection is None:
@@ -142,18 +148,17 @@ def evaluate_series(
         if _is_recorded_fix(context, change):
             continue
         undone = _undone_alert(context, change)
-        if undone is not None:
-            _mark_fixed(context, undone, change)
+        if undone is not None and not _runs_from_jobs(context.commits[change.index]):
+            _mark_fixed(context, undone, change)  # imports cannot be re-run: the fix is taken as seen
             touched.append(undone)
             continue
-        created = _create(context, change)
+        created = _create(context, change, undoes=undone)
+        if created is None:
+            continue
         matched.add(created.id)
         touched.append(created)
         if created.confirmed:
             confirmed.append(created)
-    for alert in alerts:
-        if alert.confirmation == "pending" and alert.id not in matched and settle_vanished(context, alert):
-            touched.append(alert)
     session.flush()
     if on_confirmed is not None:
         for alert in confirmed:
@@ -171,7 +176,8 @@ def _matching_alert(context: _Context, change: Change) -> Alert | None:
     Exact matches first (first bad commit or culprit), then an alert in the same direction whose
     last-good..first-bad range holds the commit (bisection fills that range with runs). Within a
     few commits, an alert matches only if detection no longer reports a change at the alert's own
-    commits (the change moved), and never one that re-runs refuted.
+    commits (the change moved), and never one that paired rounds refuted or confirmed (they tied
+    it to its commit).
     """
     first_bad = context.commits[change.index].commit
     direction = _direction(change)
@@ -180,7 +186,7 @@ def _matching_alert(context: _Context, change: Change) -> Alert | None:
         if first_bad.id in (alert.first_bad_commit_id, alert.culprit_commit_id):
             return alert
     for alert in same_way:
-        if alert.confirmation != "refuted" and _within_range(alert, first_bad):
+        if alert.confirmation != AlertConfirmation.REFUTED and _within_range(alert, first_bad):
             return alert
     reported = {
         context.commits[other.index].commit.id
@@ -188,8 +194,8 @@ def _matching_alert(context: _Context, change: Change) -> Alert | None:
         if _direction(other) is direction and other is not change
     }
     for alert in same_way:
-        if alert.confirmation == "refuted":
-            continue
+        if alert.confirmation in (AlertConfirmation.REFUTED, AlertConfirmation.CONFIRMED):
+            continue  # paired rounds pinned it to its commit: a change nearby is another suspect
         if alert.first_bad_commit_id in reported or alert.culprit_commit_id in reported:
             continue
         where = context.position(alert.first_bad_commit_id)
@@ -240,7 +246,7 @@ def _undone_alert(context: _Context, change: Change) -> Alert | None:
     """The newest live alert this change reverses: opposite direction, back within half the step."""
     direction = _direction(change)
     for alert in reversed(context.alerts):
-        if alert.status not in _LIVE or alert.confirmation in ("pending", "refuted"):
+        if alert.status not in _LIVE or alert.confirmation in _UNCONFIRMED:
             continue
         if alert.direction is direction or alert.direction is not Direction.REGRESSION:
             continue  # a regression is fixed; an improvement given back is a regression of its own
@@ -258,15 +264,21 @@ def _runs_from_jobs(entry: SeriesCommit) -> bool:
     return any(run.source is RunSource.JOB for run in entry.runs)
 
 
-def _create(context: _Context, change: Change) -> Alert:
+def _create(context: _Context, change: Change, *, undoes: Alert | None = None) -> Alert | None:
     entry = context.commits[change.index]
+    plan = plan_change(change, can_rerun=_runs_from_jobs(entry))
+    if plan.action is ChangeAction.NOTHING:
+        return None
     last_good = context.commits[change.index - 1].commit
-    if change.established:
-        confirmation = "confirmed" if change.kind == "excursion" else "held"
-    elif _runs_from_jobs(entry):
-        confirmation = "pending"
+    if plan.action is ChangeAction.CONFIRM:
+        confirmation = AlertConfirmation.PENDING
+    elif change.established:
+        confirmation = AlertConfirmation.HELD
     else:
-        confirmation = "not_possible"
+        confirmation = AlertConfirmation.NOT_POSSIBLE
+    evidence = _evidence(context, change)
+    if undoes is not None:
+        evidence["undoes_alert_id"] = undoes.id
     alert = Alert(
         case_id=context.case.id,
         hardware_kind_id=context.hardware.id,
@@ -282,9 +294,9 @@ def _create(context: _Context, change: Change) -> Alert:
         noise_pct=context.detection.noise.cv_pct if context.detection.noise else None,
         p_value=change.p_value,
         single_run_basis=change.single_run_basis,
-        confirmed=confirmation in ("confirmed", "held"),
+        confirmed=confirmation is AlertConfirmation.HELD,
         confirmation=confirmation,
-        evidence=_evidence(context, change),
+        evidence=evidence,
         created_at=context.now,
         updated_at=context.now,
     )
@@ -292,18 +304,17 @@ def _create(context: _Context, change: Change) -> Alert:
     context.session.flush()
     context.alerts.append(alert)
     record(alert, reason=_opening_reason(alert, change, confirmation), now=context.now, opening=True)
-    if confirmation == "pending":
-        enqueue_confirmation(context, alert)
+    if confirmation is AlertConfirmation.PENDING:
+        start_confirmation(session=context.session, alert=alert, now=context.now)
     return alert
 
 
-def _opening_reason(alert: Alert, change: Change, confirmation: str) -> str:
+def _opening_reason(alert: Alert, change: Change, confirmation: AlertConfirmation) -> str:
     what = f"{alert.change_pct:+.1f} % ({alert.before_value:.2f} → {alert.after_value:.2f} ms)"
     basis = {
-        "held": f"held over {change.runs_after} runs at the new level",
-        "confirmed": "confirmed by a re-run of the first bad commit",
-        "pending": "one run at the new level: re-running it and the last good commit before raising it",
-        "not_possible": "imported results, which perftrack cannot re-run",
+        AlertConfirmation.HELD: f"imported results held over {change.runs_after} runs at the new level",
+        AlertConfirmation.PENDING: "a suspect until paired rounds of the last good and first bad commits decide",
+        AlertConfirmation.NOT_POSSIBLE: "imported results, which perftrack cannot re-run",
     }[confirmation]
     noise = (
         "on single runs without a noise estimate"
@@ -343,22 +354,17 @@ def _update(context: _Context, alert: Alert, change: Change) -> bool:
     alert.noise_pct = context.detection.noise.cv_pct if context.detection.noise else None
     alert.single_run_basis = change.single_run_basis
     alert.evidence = {**alert.evidence, **_evidence(context, change)}
-    if alert.confirmation != "pending":
-        return False
-    if change.established:
-        held_by = (
-            "a re-run of the first bad commit" if change.kind == "excursion" else f"{change.runs_after} runs"
-        )
-        alert.confirmation = "confirmed" if change.kind == "excursion" else "held"
-        alert.confirmed = True
-        record(
-            alert,
-            reason=f"confirmed by {held_by}: now {alert.change_pct:+.1f} % "
-            f"({alert.before_value:.2f} → {alert.after_value:.2f} ms)",
-            now=context.now,
-        )
-        return True
-    return settle_after_reruns(context, alert)
+    if alert.confirmation != AlertConfirmation.NOT_POSSIBLE or not change.established:
+        return False  # a suspect waits for its paired rounds, whatever the nightly runs say meanwhile
+    alert.confirmation = AlertConfirmation.HELD
+    alert.confirmed = True
+    record(
+        alert,
+        reason=f"imported results held over {change.runs_after} runs: now {alert.change_pct:+.1f} % "
+        f"({alert.before_value:.2f} → {alert.after_value:.2f} ms)",
+        now=context.now,
+    )
+    return True
 
 
 def _mark_fixed(context: _Context, alert: Alert, change: Change) -> None:

@@ -2,9 +2,13 @@
 
 The range is the first-parent line after the last good commit up to the first bad one. Each
 step measures the middle commit still in doubt with a ``bisect`` job; a value nearer the level
-after the change than the one before it is bad. A commit that fails to build or run is skipped
-and its neighbour is tried, as ``asv find`` does. About log2(n) steps; commits already measured
-(nightly runs inside the range) are classified without a job.
+after the change than the one before it is bad — when one run decides it given the series'
+noise (:func:`tracker.decisions.single_run_bisect_call`). When it does not, paired rounds of the
+commit against the last good one (a comparison of kind ``bisect``) decide where its level lies
+(:func:`tracker.decisions.bisect_call`), so noise cannot send the search the wrong way. A commit
+that fails to build or run, or stays too close to call, is skipped and its neighbour is tried,
+as ``asv find`` does. About log2(n) steps; commits already measured (nightly runs inside the
+range) are classified without a job.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.alert_log import ACTOR, record
+from tracker.comparisons import create_paired_check
+from tracker.confirmation import POLICY
+from tracker.decisions import BisectCall, single_run_bisect_call
 from tracker.history import GitHistory, HistoryUnavailable, stored_first_parent_range
 from tracker.jobs import enqueue_job
 from tracker.models import (
@@ -25,15 +32,18 @@ from tracker.models import (
     BisectionStep,
     Candidate,
     Commit,
+    Comparison,
+    ComparisonKind,
+    ComparisonState,
     Job,
     JobReason,
     Run,
     RunStatus,
+    Verdict,
 )
 from tracker.vcs import ensure_candidate, upsert_commit
 
-# A commit measured within this share of the midpoint between the two levels is measured twice.
-_AMBIGUOUS = 0.2
+_FINISHED = (ComparisonState.DONE, ComparisonState.FAILED, ComparisonState.CANCELLED)
 
 
 def start_bisection(*, session: Session, alert: Alert, history: GitHistory | None, now: dt.datetime) -> None:
@@ -112,9 +122,12 @@ def advance(*, session: Session, alert: Alert, now: dt.datetime) -> None:
             position=len(alert.bisection_steps), commit=commit, outcome="pending", created_at=now
         )
         alert.bisection_steps.append(step)
-        if values and _classify(alert, step, values, note="measured already"):
-            continue
-        _measure(session, alert, step, again=bool(values))
+        if values:
+            if _classify(alert, step, values, note="measured already"):
+                continue
+            _pair(session, alert, step)
+            return
+        _measure(session, alert, step)
         return
 
 
@@ -129,7 +142,7 @@ def record_job(*, session: Session, job: Job, run: Run | None, now: dt.datetime)
     if run is not None and run.status is RunStatus.OK and run.denoise_step_ms:
         values = _measured(session, alert, step.commit)
         if not _classify(alert, step, values, note=f"run {run.id}"):
-            _measure(session, alert, step, again=True)
+            _pair(session, alert, step)
             session.flush()
             return
     else:
@@ -159,40 +172,82 @@ def _measured(session: Session, alert: Alert, commit: Commit) -> list[float]:
 def _classify(alert: Alert, step: BisectionStep, values: list[float], *, note: str) -> bool:
     """Bad when the commit's level is at least halfway (in log terms) from before to after.
 
-    A level in the middle third is ambiguous: with a single run, ``False`` asks for another
-    measurement; from two runs on, the median decides and the note says it was close.
+    ``False`` when the runs are too close to the midpoint to call given the series' noise: paired
+    rounds must decide.
     """
     value = statistics.median(values)
-    span = math.log(alert.after_value / alert.before_value)
-    share = math.log(value / alert.before_value) / span if span else 0.0
-    close = abs(share - 0.5) < _AMBIGUOUS
-    if close and len(values) < 2:
-        step.note = f"{note}: {value:.2f} ms is {share * 100:.0f} % of the way: measuring it again"
+    call = single_run_bisect_call(
+        value, good_level=alert.before_value, bad_level=alert.after_value, noise_pct=alert.noise_pct
+    )
+    runs = f"median of {len(values)} runs" if len(values) > 1 else "one run"
+    if call.call is BisectCall.UNDECIDED:
+        step.note = f"{note}: {value:.2f} ms ({runs}), {call.reason}: paired rounds decide"
         return False
     step.value = value
-    step.outcome = "bad" if share >= 0.5 else "good"
-    runs = f"median of {len(values)} runs" if len(values) > 1 else "one run"
+    step.outcome = call.call.value
     step.note = (
-        f"{note}: {value:.2f} ms ({runs}), {share * 100:.0f} % of the way from "
-        f"{alert.before_value:.2f} to {alert.after_value:.2f} ms" + (" (close call)" if close else "")
+        f"{note}: {value:.2f} ms ({runs}), from {alert.before_value:.2f} to {alert.after_value:.2f} ms: "
+        f"{call.reason}"
     )
     return True
 
 
-def _measure(session: Session, alert: Alert, step: BisectionStep, *, again: bool) -> None:
-    """Queue a bisect job for the step's commit (a second one when the first was ambiguous)."""
+def _measure(session: Session, alert: Alert, step: BisectionStep) -> None:
+    """Queue a bisect job for the step's commit."""
     job = enqueue_job(
         session=session,
         candidate=ensure_candidate(session=session, base=step.commit, patches=[]),
         case=alert.case,
         hardware=alert.hardware_kind,
         reason=JobReason.BISECT,
-        purpose=f"alert{alert.id}" + (f":again{step.commit.id}" if again else ""),
+        purpose=f"alert{alert.id}",
         requested_by=ACTOR,
         alert_id=alert.id,
     ).job
     step.job_id = job.id
     session.flush()
+
+
+def _pair(session: Session, alert: Alert, step: BisectionStep) -> None:
+    """Paired rounds of the step's commit against the range's last good commit."""
+    good = alert.last_good_commit
+    if good is None:
+        step.outcome = "skipped"
+        return
+    comparison = create_paired_check(
+        session=session,
+        alert=alert,
+        base=ensure_candidate(session=session, base=good, patches=[]),
+        head=ensure_candidate(session=session, base=step.commit, patches=[]),
+        kind=ComparisonKind.BISECT,
+        policy=POLICY,
+        command=f"bisect alert {alert.id}: {step.commit.short_sha} against {good.short_sha} in paired rounds",
+    )
+    step.comparison_id = comparison.id
+    session.flush()
+
+
+def record_paired_step(*, session: Session, comparison: Comparison, now: dt.datetime) -> None:
+    """A bisection step's paired rounds finished: call the commit good, bad or skipped; go on."""
+    if comparison.kind is not ComparisonKind.BISECT or comparison.state not in _FINISHED:
+        return
+    step = session.scalar(select(BisectionStep).where(BisectionStep.comparison_id == comparison.id))
+    if step is None or step.outcome != "pending":
+        return
+    result = comparison.results[0] if comparison.results else None
+    verdict = result.verdict if result is not None else Verdict.INCONCLUSIVE
+    note = result.note if result is not None else "no result"
+    if verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+        step.outcome = "bad"
+    elif verdict is Verdict.NO_CHANGE:
+        step.outcome = "good"
+    else:
+        step.outcome = "skipped"
+    if result is not None and result.head_value is not None:
+        step.value = result.head_value
+    step.note = f"{step.note}; {note}"[:2000] if step.note else note[:2000]
+    session.flush()
+    advance(session=session, alert=step.alert, now=now)
 
 
 def _conclude(alert: Alert, suspects: list[Commit], now: dt.datetime) -> None:
@@ -235,6 +290,7 @@ def bisection_view(alert: Alert) -> list[dict[str, Any]]:
             "value_ms": step.value,
             "outcome": step.outcome,
             "job_id": step.job_id,
+            "comparison_id": step.comparison_id,
             "note": step.note,
         }
         for step in alert.bisection_steps

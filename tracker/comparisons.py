@@ -18,19 +18,29 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.abstats import ComparisonStats, compare_rounds
+from tracker.abstats import ComparisonStats, RoundValues, compare_rounds
 from tracker.calibration import judged_against, store_calibration
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.comparison_views import RoundView, rounds_of
+from tracker.decisions import (
+    BisectCall,
+    ConfirmationOutcome,
+    ConfirmationPolicy,
+    bisect_call,
+    judge_confirmation,
+)
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.jobs import cancel_job, enqueue_job
 from tracker.models import (
+    Alert,
     Arm,
     Candidate,
     Case,
     Comparison,
+    ComparisonKind,
     ComparisonResult,
     ComparisonState,
+    Direction,
     HardwareKind,
     Job,
     JobReason,
@@ -88,11 +98,15 @@ def create_comparison(
     pr_number: int | None = None,
     pr_url: str | None = None,
     command: str = "",
+    purpose: ComparisonKind | None = None,
+    alert: Alert | None = None,
 ) -> Comparison:
     """Create a comparison and queue its rounds, interleaved: A1 B1 A2 B2 ... per case × hardware.
 
     ``hardware`` (names) restricts every case to those kinds, each of which the case must run on;
-    without it, each case runs on every kind it is set up for.
+    without it, each case runs on every kind it is set up for. ``kind`` defaults to a calibration
+    when base and head are one candidate, else a PR comparison; confirmations and bisection steps
+    name the ``alert`` they decide (``purpose`` is the comparison's kind).
     """
     if not 1 <= rounds <= MAX_ROUNDS:
         raise InvalidInput("rounds", f"must be between 1 and {MAX_ROUNDS}, not {rounds}")
@@ -118,6 +132,8 @@ def create_comparison(
         pr_url=pr_url,
         command=command,
         requested_by=requested_by,
+        kind=purpose or (ComparisonKind.CALIBRATION if base.id == head.id else ComparisonKind.PR),
+        alert_id=alert.id if alert is not None else None,
     )
     session.add(comparison)
     for case, kind in pairs:
@@ -167,6 +183,35 @@ def create_calibration(
         requests_per_round=requests_per_round,
         requested_by=requested_by,
         command=command,
+        purpose=ComparisonKind.CALIBRATION,
+    )
+
+
+def create_paired_check(
+    *,
+    session: Session,
+    alert: Alert,
+    base: Candidate,
+    head: Candidate,
+    kind: ComparisonKind,
+    policy: ConfirmationPolicy,
+    command: str,
+) -> Comparison:
+    """Paired rounds deciding something about ``alert``: its confirmation (last good vs first bad
+    commit) or a bisection step (last good vs the commit in doubt), on the alert's series."""
+    return create_comparison(
+        session=session,
+        base=base,
+        head=head,
+        cases=[alert.case.slug],
+        hardware=[alert.hardware_kind.name],
+        rounds=policy.initial_rounds,
+        max_rounds=policy.max_rounds,
+        requests_per_round=alert.case.requests,
+        requested_by="perftrack",
+        command=command,
+        purpose=kind,
+        alert=alert,
     )
 
 
@@ -245,10 +290,7 @@ def _advance(*, session: Session, job: Job, now: dt.datetime) -> Comparison:
     )
     comparison.state = ComparisonState.DONE if measured_any else ComparisonState.FAILED
     comparison.finished_at = now
-    if (
-        comparison.state is ComparisonState.DONE
-        and comparison.base_candidate_id == comparison.head_candidate_id
-    ):
+    if comparison.state is ComparisonState.DONE and comparison.kind is ComparisonKind.CALIBRATION:
         for result in comparison.results:
             usable = [
                 view.values()
@@ -280,6 +322,9 @@ def _refresh(
     now: dt.datetime,
 ) -> None:
     """Recompute one result; schedule more rounds when all ended inconclusive below the cap."""
+    if comparison.kind in (ComparisonKind.CONFIRMATION, ComparisonKind.BISECT):
+        _refresh_paired_check(session=session, comparison=comparison, result=result, rounds=rounds, now=now)
+        return
     stats = _judge(session=session, result=result, rounds=rounds, now=now)
     scheduled = len(rounds)
     failures = _failures(rounds)
@@ -313,6 +358,85 @@ def _refresh(
     else:
         result.verdict = stats.verdict
         result.note = _join(stats.reason, failures)
+
+
+def _refresh_paired_check(
+    *,
+    session: Session,
+    comparison: Comparison,
+    result: ComparisonResult,
+    rounds: list[RoundView],
+    now: dt.datetime,
+) -> None:
+    """A confirmation or bisection step: :mod:`tracker.decisions` judges, and asks for more rounds."""
+    _judge(session=session, result=result, rounds=rounds, now=now)
+    scheduled = len(rounds)
+    failures = _failures(rounds)
+    if not all(view.ended for view in rounds):
+        result.verdict = Verdict.PENDING
+        result.note = _join(f"running: {result.rounds_done} of {scheduled} rounds done", failures)
+        return
+    alert = session.get(Alert, comparison.alert_id) if comparison.alert_id is not None else None
+    if alert is None:
+        result.verdict = Verdict.INCONCLUSIVE
+        result.note = "the alert this check was for is gone"
+        return
+    usable = [view.values() for view in rounds if view.usable]
+    policy = ConfirmationPolicy(initial_rounds=comparison.rounds, max_rounds=comparison.max_rounds)
+    wanted, verdict, note = _paired_decision(
+        session=session, comparison=comparison, alert=alert, result=result, usable=usable, policy=policy
+    )
+    if wanted > scheduled:
+        for round_number in range(scheduled + 1, wanted + 1):
+            _enqueue_round(
+                session=session,
+                comparison=comparison,
+                case=result.case,
+                hardware=result.hardware_kind,
+                round_number=round_number,
+            )
+        comparison.rounds_scheduled = max(comparison.rounds_scheduled, wanted)
+        result.verdict = Verdict.PENDING
+        result.note = _join(note, failures)
+        return
+    result.verdict = verdict
+    result.note = _join(note, failures)
+
+
+def _paired_decision(
+    *,
+    session: Session,
+    comparison: Comparison,
+    alert: Alert,
+    result: ComparisonResult,
+    usable: list[RoundValues],
+    policy: ConfirmationPolicy,
+) -> tuple[int, Verdict, str]:
+    """Rounds wanted in all, the verdict to store and the note, from the pure decisions."""
+    scheduled = comparison.rounds_scheduled
+    if comparison.kind is ComparisonKind.BISECT:
+        span_pct = float(alert.evidence.get("paired_change_pct") or alert.change_pct)
+        call = bisect_call(usable, span_pct=span_pct, scheduled=scheduled, policy=policy)
+        verdict = {
+            BisectCall.BAD: Verdict.REGRESSION if span_pct > 0 else Verdict.IMPROVEMENT,
+            BisectCall.GOOD: Verdict.NO_CHANGE,
+        }.get(call.call, Verdict.INCONCLUSIVE)
+        return call.rounds_wanted, verdict, f"bisection step: {call.call.value}, {call.reason}"
+    judged = judged_against(session=session, case=result.case, hardware=result.hardware_kind)
+    regression = alert.direction is Direction.REGRESSION
+    judgement = judge_confirmation(
+        usable,
+        regression=regression,
+        threshold_pct=judged.threshold_pct,
+        scheduled=scheduled,
+        prior=judged.prior,
+        policy=policy,
+    )
+    verdict = {
+        ConfirmationOutcome.CONFIRMED: Verdict.REGRESSION if regression else Verdict.IMPROVEMENT,
+        ConfirmationOutcome.REFUTED: Verdict.NO_CHANGE,
+    }.get(judgement.outcome, Verdict.INCONCLUSIVE)
+    return judgement.rounds_wanted, verdict, judgement.reason
 
 
 def _judge(
@@ -357,6 +481,15 @@ def _join(note: str, failures: str) -> str:
     return f"{note}; failed arms: {failures}" if failures else note
 
 
+# The queue reason of a comparison's arms: a confirmation holds an alert back, like a re-run did.
+_ARM_REASON = {
+    ComparisonKind.PR: JobReason.PR,
+    ComparisonKind.CALIBRATION: JobReason.PR,
+    ComparisonKind.CONFIRMATION: JobReason.CONFIRM,
+    ComparisonKind.BISECT: JobReason.BISECT,
+}
+
+
 def _enqueue_round(
     *, session: Session, comparison: Comparison, case: Case, hardware: HardwareKind, round_number: int
 ) -> None:
@@ -366,7 +499,8 @@ def _enqueue_round(
             candidate=candidate,
             case=case,
             hardware=hardware,
-            reason=JobReason.PR,
+            reason=_ARM_REASON[comparison.kind],
+            alert_id=comparison.alert_id,
             purpose=f"cmp{comparison.id}:r{round_number}:{arm.value}",
             requested_by=comparison.requested_by,
             comparison_id=comparison.id,

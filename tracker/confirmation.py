@@ -1,157 +1,191 @@
-"""Confirmation of suspect alerts: re-run the suspect, then confirm it, refute it or give up.
+"""Confirmation of suspects by paired rounds: confirmed, refuted, or unconfirmed because too noisy.
 
-A suspect (one run at a new level) measured by perftrack's runners is re-run first: ``confirm``
-jobs measure the first bad commit and the last good one again. Once they have ended, a re-run
-that falls back refutes the alert (status ``invalid``) and the outlier run is excluded from
-detection with its runner named; without any re-run the alert is left open unconfirmed
-(``confirmation = "not_possible"``). A re-run that holds is seen by detection itself
-(:mod:`tracker.alerts`).
+A change detection finds on runs that perftrack's runners measured is a *suspect*
+(``confirmation = pending``) until a comparison of its last good and first bad commits (kind
+``confirmation``: A B A B …, a fresh process each) has judged it with
+:func:`tracker.decisions.judge_confirmation`:
+
+* **confirmed** — the paired interval lies beyond the threshold in the suspect's direction: the
+  alert opens as a real change (bisection starts there). A confirmed improvement that brings a
+  live regression back to its old level closes that regression as fixed by its commit.
+* **refuted** — the interval lies short of the threshold: the alert becomes ``invalid`` and the
+  suspect run(s) at the first bad commit are excluded from detection, with the reason shown.
+* **too noisy** — still inconclusive at the round cap: the alert stays open, *unconfirmed*, never
+  called confirmed. Arms that could not run at all leave it ``not_possible``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.alert_log import ACTOR, record
-from tracker.jobs import enqueue_job
+from tracker.alert_log import record
+from tracker.comparison_views import ComparisonView, comparison_view
+from tracker.comparisons import create_paired_check
+from tracker.decisions import ConfirmationPolicy
 from tracker.models import (
     Alert,
+    AlertConfirmation,
     AlertStatus,
     Candidate,
-    Case,
-    HardwareKind,
+    Comparison,
+    ComparisonKind,
+    ComparisonState,
+    Direction,
     Job,
-    JobReason,
-    JobState,
     Run,
     Runner,
     RunStatus,
+    Verdict,
 )
 from tracker.vcs import ensure_candidate
 
-_ENDED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+__all__ = ["POLICY", "confirmation_of", "settle_confirmation", "start_confirmation"]
+
+POLICY = ConfirmationPolicy()
+_FINISHED = (ComparisonState.DONE, ComparisonState.FAILED, ComparisonState.CANCELLED)
+_LIVE = (AlertStatus.OPEN, AlertStatus.ACKNOWLEDGED)
 
 
-class SeriesScope(Protocol):
-    """The series and the moment a confirmation acts on (the alerts' evaluation context)."""
-
-    session: Session
-    case: Case
-    hardware: HardwareKind
-    now: dt.datetime
-
-
-def enqueue_confirmation(context: SeriesScope, alert: Alert) -> None:
-    """Queue ``confirm`` jobs re-running the alert's first bad and last good commits."""
-    for commit in (alert.first_bad_commit, alert.last_good_commit):
-        if commit is None:
-            continue
-        enqueue_job(
-            session=context.session,
-            candidate=ensure_candidate(session=context.session, base=commit, patches=[]),
-            case=context.case,
-            hardware=context.hardware,
-            reason=JobReason.CONFIRM,
-            purpose=f"alert{alert.id}",
-            requested_by=ACTOR,
-            alert_id=alert.id,
-        )
-
-
-def _confirm_jobs(context: SeriesScope, alert: Alert) -> list[Job]:
-    return list(
-        context.session.scalars(
-            select(Job).where(Job.alert_id == alert.id, Job.reason == JobReason.CONFIRM).order_by(Job.id)
-        )
+def start_confirmation(*, session: Session, alert: Alert, now: dt.datetime) -> Comparison | None:
+    """Queue the paired rounds that decide a suspect; ``None`` when it has no last good commit."""
+    good, bad = alert.last_good_commit, alert.first_bad_commit
+    if good is None:
+        return None
+    comparison = create_paired_check(
+        session=session,
+        alert=alert,
+        base=ensure_candidate(session=session, base=good, patches=[]),
+        head=ensure_candidate(session=session, base=bad, patches=[]),
+        kind=ComparisonKind.CONFIRMATION,
+        policy=POLICY,
+        command=f"confirm alert {alert.id}: {good.short_sha} vs {bad.short_sha} in paired rounds",
     )
+    alert.evidence = {**alert.evidence, "confirmation_comparison_id": comparison.id}
+    record(
+        alert,
+        reason=f"suspect: {POLICY.initial_rounds} paired rounds of {good.short_sha} (last good) and "
+        f"{bad.short_sha} (first bad), up to {POLICY.max_rounds}, decide before it is raised",
+        now=now,
+    )
+    return comparison
 
 
-def settle_after_reruns(context: SeriesScope, alert: Alert) -> bool:
-    """A pending alert detection still sees as a suspect: refuted (or given up) once its re-runs are in."""
-    jobs = _confirm_jobs(context, alert)
-    if jobs and all(job.state in _ENDED for job in jobs):
-        return _refute_or_give_up(context, alert)
-    return False
+def confirmation_of(*, session: Session, alert: Alert) -> ComparisonView | None:
+    """The alert's paired confirmation with its rounds, if it has one (newest first)."""
+    comparison_id = session.scalar(
+        select(Comparison.id)
+        .where(Comparison.alert_id == alert.id, Comparison.kind == ComparisonKind.CONFIRMATION)
+        .order_by(Comparison.id.desc())
+        .limit(1)
+    )
+    if comparison_id is None:
+        return None
+    return comparison_view(session=session, comparison_id=comparison_id)
 
 
-def settle_vanished(context: SeriesScope, alert: Alert) -> bool:
-    """A pending alert whose change detection no longer sees: refuted once its re-runs are in."""
-    jobs = _confirm_jobs(context, alert)
-    if jobs and not all(job.state in _ENDED for job in jobs):
-        return False
-    return _refute_or_give_up(context, alert)
+def settle_confirmation(*, session: Session, comparison: Comparison, now: dt.datetime) -> Alert | None:
+    """Apply a finished confirmation to its alert; returns the alert when it became confirmed."""
+    if comparison.kind is not ComparisonKind.CONFIRMATION or comparison.state not in _FINISHED:
+        return None
+    alert = session.get(Alert, comparison.alert_id) if comparison.alert_id is not None else None
+    if alert is None or alert.confirmation != AlertConfirmation.PENDING:
+        return None
+    result = comparison.results[0] if comparison.results else None
+    verdict = result.verdict if result is not None else Verdict.INCONCLUSIVE
+    note = result.note if result is not None else "no result"
+    alert.evidence = {
+        **alert.evidence,
+        "paired_rounds": result.rounds_done if result is not None else 0,
+        "paired_change_pct": result.change_pct if result is not None else None,
+        "paired_ci_pct": [result.ci_low_pct, result.ci_high_pct] if result is not None else None,
+    }
+    wanted = Verdict.REGRESSION if alert.direction is Direction.REGRESSION else Verdict.IMPROVEMENT
+    if verdict is wanted:
+        _confirm(session, alert, note, now)
+        return alert
+    if verdict is Verdict.NO_CHANGE:
+        _refute(session, alert, note, now)
+    elif result is None or result.rounds_done == 0:
+        alert.confirmation = AlertConfirmation.NOT_POSSIBLE
+        record(alert, reason=f"could not measure the paired rounds ({note}); left open unconfirmed", now=now)
+    else:
+        alert.confirmation = AlertConfirmation.TOO_NOISY
+        record(alert, reason=f"{note}; left open, unconfirmed", now=now)
+    return None
 
 
-def _refute_or_give_up(context: SeriesScope, alert: Alert) -> bool:
-    jobs = _confirm_jobs(context, alert)
-    confirm_job_ids = {job.id for job in jobs}
-    suspect_runs = context.session.scalars(
+def _confirm(session: Session, alert: Alert, note: str, now: dt.datetime) -> None:
+    alert.confirmation = AlertConfirmation.CONFIRMED
+    alert.confirmed = True
+    record(alert, reason=note, now=now)
+    undone_id = alert.evidence.get("undoes_alert_id")
+    undone = session.get(Alert, undone_id) if isinstance(undone_id, int) else None
+    if undone is None or undone.status not in _LIVE:
+        return
+    commit = alert.first_bad_commit
+    undone.fixed_by_commit = commit
+    undone.fixed_by_commit_id = commit.id
+    net = (alert.after_value / undone.before_value - 1.0) * 100.0
+    record(
+        undone,
+        reason=f"undone by {commit.short_sha} {commit.title!r} (alert {alert.id}, confirmed in paired rounds): "
+        f"now {alert.after_value:.2f} ms against {undone.before_value:.2f} ms before the change ({net:+.1f} %)",
+        now=now,
+        to_status=AlertStatus.FIXED,
+    )
+    record(alert, reason=f"the fix of alert {undone.id}", now=now, to_status=AlertStatus.EXPECTED)
+
+
+def _refute(session: Session, alert: Alert, note: str, now: dt.datetime) -> None:
+    """Refuted: the suspect's own series runs that stood at the new level leave detection."""
+    suspect_runs = session.scalars(
         select(Run)
         .join(Candidate, Candidate.id == Run.candidate_id)
+        .outerjoin(Job, Job.id == Run.job_id)
         .where(
-            Run.case_id == context.case.id,
-            Run.hardware_kind_id == context.hardware.id,
+            Run.case_id == alert.case_id,
+            Run.hardware_kind_id == alert.hardware_kind_id,
             Run.commit_id == alert.first_bad_commit_id,
             Run.status == RunStatus.OK,
+            Run.excluded_reason.is_(None),
             Candidate.patch_count == 0,
+            Job.comparison_id.is_(None),  # the paired rounds are evidence, not series points
         )
         .order_by(Run.id)
     ).all()
-    reruns = [run for run in suspect_runs if run.job_id in confirm_job_ids]
-    if not reruns:
-        failures = "; ".join(f"job {job.id}: {job.failure_reason or job.state.value}" for job in jobs)
-        alert.confirmation = "not_possible"
-        record(
-            alert,
-            reason=f"could not re-run the first bad commit ({failures or 'no confirm job'}); "
-            "left open unconfirmed",
-            now=context.now,
-        )
-        return True
     before = alert.before_value
-    rerun_values = [run.denoise_step_ms for run in reruns if run.denoise_step_ms]
-    rerun_level = sorted(rerun_values)[len(rerun_values) // 2]
     step = math.log(alert.after_value / before) if alert.after_value != before else 0.0
-    outliers = [
-        run
-        for run in suspect_runs
-        if run.job_id not in confirm_job_ids
-        and run.denoise_step_ms
-        and step != 0
-        and math.log(run.denoise_step_ms / before) / step >= 0.5
-    ]
-    noted = []
-    for run in outliers:
-        runner = run.runner_id
-        run.excluded_reason = (
-            f"outlier: a re-run gave {rerun_level:.2f} ms where this run gave {run.denoise_step_ms:.2f} ms "
-            f"(alert {alert.id})"
-        )
-        noted.append({"run_id": run.id, "runner_id": runner, "value": run.denoise_step_ms})
-    names = _runner_names(context.session, [entry["runner_id"] for entry in noted])
-    alert.evidence = {**alert.evidence, "outlier_runs": noted, "rerun_ms": rerun_level}
-    alert.confirmation = "refuted"
+    excluded = []
+    for run in suspect_runs:
+        value = run.denoise_step_ms
+        if not value or step == 0 or math.log(value / before) / step < 0.5:
+            continue
+        run.excluded_reason = f"outlier: refuted by paired rounds (alert {alert.id}): {note}"[:2000]
+        excluded.append({"run_id": run.id, "runner_id": run.runner_id, "value": value})
+    alert.evidence = {**alert.evidence, "outlier_runs": excluded}
+    alert.confirmation = AlertConfirmation.REFUTED
     alert.confirmed = False
-    who = ", ".join(
-        f"run {entry['run_id']} on {names.get(entry['runner_id'], 'an import')}" for entry in noted
+    names = _runner_names(session, [run.runner_id for run in suspect_runs])
+    listing = (
+        ", ".join(
+            f"run {entry['run_id']} on {names.get(entry['runner_id'], 'an import')}" for entry in excluded
+        )
+        or "none stood at the new level"
     )
     record(
         alert,
-        reason=f"did not hold up: the re-run of {alert.first_bad_commit.short_sha} gave {rerun_level:.2f} ms "
-        f"against {before:.2f} ms before; outlier {who or 'not identified'} left out of detection",
-        now=context.now,
+        reason=f"{note}; left out of detection: {listing}",
+        now=now,
         to_status=AlertStatus.INVALID,
     )
-    return True
 
 
-def _runner_names(session: Session, runner_ids: list[object]) -> dict[object, str]:
-    ids = [runner_id for runner_id in runner_ids if isinstance(runner_id, int)]
+def _runner_names(session: Session, runner_ids: list[int | None]) -> dict[object, str]:
+    ids = [runner_id for runner_id in runner_ids if runner_id is not None]
     if not ids:
         return {}
     return {runner.id: runner.name for runner in session.scalars(select(Runner).where(Runner.id.in_(ids)))}

@@ -183,12 +183,13 @@ def judge_confirmation(
         raise ValueError("threshold_pct must be positive")
     grown = min(max(2 * scheduled, policy.initial_rounds), policy.max_rounds)
     if not rounds:
-        if scheduled < policy.max_rounds:
+        if scheduled == 0:
             return ConfirmationJudgement(
-                ConfirmationOutcome.MORE_ROUNDS, grown, None, "no usable round yet: more rounds"
+                ConfirmationOutcome.MORE_ROUNDS, policy.initial_rounds, None, "no round yet"
             )
+        # Every arm failed: builds or runs that fail do not start working with more rounds.
         return ConfirmationJudgement(
-            ConfirmationOutcome.TOO_NOISY, scheduled, None, f"no usable round in {scheduled}"
+            ConfirmationOutcome.TOO_NOISY, scheduled, None, f"no usable round in {scheduled}: nothing measured"
         )
     stats = compare_rounds(rounds, threshold_pct=threshold_pct, prior=prior, confidence=policy.confidence)
     way = "slower" if regression else "faster"
@@ -337,7 +338,9 @@ def bisect_call(
     if len(rounds) < 2:
         if scheduled < policy.max_rounds:
             return BisectJudgement(BisectCall.MORE_ROUNDS, None, grown, "fewer than two usable rounds")
-        return BisectJudgement(BisectCall.TOO_NOISY, None, scheduled, "fewer than two usable rounds at the cap")
+        return BisectJudgement(
+            BisectCall.TOO_NOISY, None, scheduled, "fewer than two usable rounds at the cap"
+        )
     ratios = [math.log(pair.head / pair.base) / span for pair in rounds]
     count = len(ratios)
     mean = sum(ratios) / count
@@ -353,5 +356,8 @@ def bisect_call(
             BisectCall.MORE_ROUNDS, mean, grown, f"{count} paired rounds: {interval} straddles half way"
         )
     return BisectJudgement(
-        BisectCall.TOO_NOISY, mean, scheduled, f"{count} paired rounds (the cap): {interval} straddles half way"
+        BisectCall.TOO_NOISY,
+        mean,
+        scheduled,
+        f"{count} paired rounds (the cap): {interval} straddles half way",
     )

@@ -11,12 +11,24 @@ import datetime as dt
 
 from sqlalchemy.orm import Session
 
-from tracker import bisection, pending
+from tracker import bisection, hygiene, pending
 from tracker.alerts import evaluate_series
 from tracker.comparisons import comparison_job_ended, record_comparison_job
+from tracker.confirmation import settle_confirmation
 from tracker.github import bot as github_bot
 from tracker.history import GitHistory
-from tracker.models import Alert, Candidate, Case, HardwareKind, Job, JobReason, Run
+from tracker.models import (
+    Alert,
+    AlertConfirmation,
+    Candidate,
+    Case,
+    Comparison,
+    ComparisonKind,
+    HardwareKind,
+    Job,
+    JobReason,
+    Run,
+)
 
 # Jobs whose runs are points of the nightly series (plain commits of the branch).
 SERIES_REASONS = (JobReason.NIGHTLY, JobReason.CONFIRM, JobReason.BISECT, JobReason.MANUAL)
@@ -35,9 +47,10 @@ def after_job_run(
 
     ``defer``: only mark the series for the scheduler's next evaluation (``tracker.pending``).
     """
+    hygiene.requeue_if_flagged(session=session, job=job, run=run, now=now)
     if job.comparison_id is not None:
         comparison = record_comparison_job(session=session, job=job, run=run, now=now)
-        github_bot.comparison_changed(session=session, comparison=comparison)
+        _comparison_moved(session=session, comparison=comparison, now=now, history=history)
         return
     if job.reason not in SERIES_REASONS:
         return
@@ -55,12 +68,25 @@ def after_job_ended(
     """React to a job that ended without a run: failed after its last lease expired, or cancelled."""
     if job.comparison_id is not None:
         comparison = comparison_job_ended(session=session, job=job, now=now)
-        github_bot.comparison_changed(session=session, comparison=comparison)
+        _comparison_moved(session=session, comparison=comparison, now=now, history=history)
         return
     if job.reason is JobReason.BISECT:
         bisection.record_job(session=session, job=job, run=None, now=now)
-    elif job.reason is JobReason.CONFIRM:
-        _evaluate(session=session, case=job.case, hardware=job.hardware_kind, now=now, history=history)
+
+
+def _comparison_moved(
+    *, session: Session, comparison: Comparison, now: dt.datetime, history: GitHistory | None
+) -> None:
+    """A comparison advanced: a PR's comment follows it; a finished confirmation settles its
+    alert (a confirmed one is bisected); a finished bisection step moves its bisection on."""
+    if comparison.kind is ComparisonKind.CONFIRMATION:
+        confirmed = settle_confirmation(session=session, comparison=comparison, now=now)
+        if confirmed is not None:
+            bisection.start_bisection(session=session, alert=confirmed, history=history, now=now)
+    elif comparison.kind is ComparisonKind.BISECT:
+        bisection.record_paired_step(session=session, comparison=comparison, now=now)
+    else:
+        github_bot.comparison_changed(session=session, comparison=comparison)
 
 
 def after_import(
@@ -102,7 +128,7 @@ def _evaluate(
         return []
 
     def bisect(alert: Alert) -> None:
-        if alert.confirmation in ("confirmed", "held"):
+        if alert.confirmation in (AlertConfirmation.CONFIRMED, AlertConfirmation.HELD):
             bisection.start_bisection(session=session, alert=alert, history=history, now=now)
 
     return evaluate_series(session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect)

@@ -15,7 +15,7 @@ from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.history import GitHistory
 from tracker.metrics import timed_detection
-from tracker.models import Alert, AlertStatus, Case, Direction, HardwareKind, Run
+from tracker.models import Alert, AlertConfirmation, AlertStatus, Case, Direction, HardwareKind, Run
 from tracker.models.enums import enum_values
 
 # Who may move an alert where. Reopening is allowed from every closed state, with a reason.
@@ -30,12 +30,14 @@ TRANSITIONS: dict[AlertStatus, frozenset[AlertStatus]] = {
     AlertStatus.INVALID: frozenset({AlertStatus.OPEN}),
     AlertStatus.EXPECTED: frozenset({AlertStatus.OPEN}),
 }
-CONFIRMATIONS = ("pending", "confirmed", "held", "refuted", "not_possible", "not_needed")
+CONFIRMATIONS = tuple(enum_values(AlertConfirmation))
+# Suspects are not alerts yet (paired rounds are deciding) or were refuted by them.
+SUSPECT_CONFIRMATIONS = (AlertConfirmation.PENDING.value, AlertConfirmation.REFUTED.value)
 
 
 def alert_state(alert: Alert) -> str:
     """The status a reader should see: ``confirming`` while re-runs decide whether it is real."""
-    if alert.confirmation == "pending" and alert.status is AlertStatus.OPEN:
+    if alert.confirmation == AlertConfirmation.PENDING and alert.status is AlertStatus.OPEN:
         return "confirming"
     return alert.status.value
 
@@ -49,8 +51,13 @@ def list_alerts(
     direction: str | None = None,
     confirmation: str | None = None,
     limit: int = 200,
+    suspects: bool = True,
 ) -> list[Alert]:
-    """Alerts newest first, filtered; ``status`` also takes ``confirming``."""
+    """Alerts newest first, filtered; ``status`` also takes ``confirming``.
+
+    ``suspects=False`` leaves out suspects (paired rounds still deciding, or refuted) unless a
+    ``status`` or ``confirmation`` filter asks for them.
+    """
     query = (
         select(Alert)
         .order_by(Alert.created_at.desc(), Alert.id.desc())
@@ -66,7 +73,9 @@ def list_alerts(
     )
     if status is not None:
         if status == "confirming":
-            query = query.where(Alert.status == AlertStatus.OPEN, Alert.confirmation == "pending")
+            query = query.where(
+                Alert.status == AlertStatus.OPEN, Alert.confirmation == AlertConfirmation.PENDING.value
+            )
         else:
             query = query.where(Alert.status == _status(status))
     if confirmation is not None:
@@ -75,6 +84,8 @@ def list_alerts(
                 "confirmation", f"unknown confirmation {confirmation!r}; valid: {', '.join(CONFIRMATIONS)}"
             )
         query = query.where(Alert.confirmation == confirmation)
+    if not suspects and status is None and confirmation is None:
+        query = query.where(Alert.confirmation.not_in(SUSPECT_CONFIRMATIONS))
     if direction is not None:
         if direction not in enum_values(Direction):
             raise InvalidInput(

@@ -120,8 +120,11 @@ def test_in_a_nightly_history_the_regression_is_confirmed_at_the_exact_commit(se
     assert alert.noise_pct is not None
     assert 0.2 < alert.noise_pct < 1.0
     assert alert.change_pct == pytest.approx(9.1, abs=1.0)
+    # Two paired rounds, A B A B: the last good and the first bad commit, each a fresh job.
     confirm_jobs = [job for job in bench.ran if job.reason is JobReason.CONFIRM]
-    assert sorted(job.candidate.base_commit.sha for job in confirm_jobs) == [sha(19), sha(20)]
+    assert [job.candidate.base_commit.sha for job in confirm_jobs] == [sha(19), sha(20)] * 2
+    assert [job.arm.value if job.arm else None for job in confirm_jobs] == ["base", "head"] * 2
+    assert "confirmed by 2 paired rounds" in " ".join(event.reason for event in alert.events)
     # Adjacent on the first-parent line: the culprit is the first bad commit itself.
     assert alert.bisection_state == "not_needed"
     assert alert.culprit_commit is not None
@@ -133,7 +136,13 @@ def test_in_a_nightly_history_the_regression_is_confirmed_at_the_exact_commit(se
     assert alert.status is AlertStatus.FIXED
     assert alert.fixed_by_commit is not None
     assert alert.fixed_by_commit.sha == sha(21)
-    assert len(series_alerts(session)) == 1
+    # The fix is a confirmed improvement of its own, closed as the fix of the regression.
+    [fix] = [other for other in series_alerts(session) if other.id != alert.id]
+    assert (fix.direction.value, fix.status, fix.first_bad_commit.sha) == (
+        "improvement",
+        AlertStatus.EXPECTED,
+        sha(21),
+    )
 
 
 def test_a_single_bad_night_is_refuted_and_its_runner_noted(session: Session) -> None:
@@ -182,7 +191,7 @@ def test_a_confirmation_that_cannot_run_leaves_the_alert_open_unconfirmed(sessio
     [alert] = series_alerts(session)
     assert alert.status is AlertStatus.OPEN
     assert alert.confirmation == "not_possible"
-    assert "could not re-run" in alert.events[-1].reason
+    assert "could not measure the paired rounds" in alert.events[-1].reason
     # Two more nights at the new level establish it statistically.
     for index in range(21, 23):
         bench.nightly(commit_in(index))
@@ -280,8 +289,12 @@ def test_a_dense_history_gets_every_change_its_culprit_and_its_fix(session: Sess
         for alert in series_alerts(session)
         if alert.status is not AlertStatus.INVALID
     ]
+    # Each fix is a confirmed improvement of its own that closes its regression ("expected": the
+    # fix of that alert); the speed-up right after the first fix is another change, not the fix moved.
     assert found == [
         ("regression", 5, 3, "fixed", 6),
+        ("improvement", 6, 6, "expected", None),
         ("improvement", 7, 7, "open", None),
         ("regression", 10, 9, "fixed", 11),
+        ("improvement", 11, 11, "expected", None),
     ]

@@ -138,7 +138,7 @@ def test_without_reachable_history_the_alert_says_why(
     assert "clone" in alert.evidence["bisection_unavailable"]
 
 
-def test_an_ambiguous_commit_is_measured_again(
+def test_an_ambiguous_commit_is_called_by_paired_rounds(
     session: Session, repository: tuple[Path, list[CommitIn]], tmp_path: Path
 ) -> None:
     repo, commits = repository
@@ -161,7 +161,11 @@ def test_an_ambiguous_commit_is_measured_again(
     [alert] = session.scalars(select(Alert)).all()  # the runs inside its range stay part of it
     step = next(step for step in alert.bisection_steps if step.commit.sha == commits[48].sha)
     assert step.outcome == "bad"
-    assert "median of 2 runs" in step.note
-    assert len([job for job in bench.ran if job.reason is JobReason.BISECT]) >= 3
+    # One run halfway could not call it: paired rounds against the last good commit did.
+    assert "too close to call" in step.note
+    assert "paired rounds" in step.note
+    assert step.comparison_id is not None
+    paired = [job for job in bench.ran if job.comparison_id == step.comparison_id]
+    assert [job.arm.value if job.arm else None for job in paired][:4] == ["base", "head"] * 2
     assert alert.culprit_commit is not None
     assert alert.culprit_commit.sha == commits[CULPRIT].sha

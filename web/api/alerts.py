@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from tracker.confirmation import confirmation_of
 from tracker.models import utcnow
 from tracker.triage import get_alert, list_alerts, request_bisection, sweep, triage_alert
 from web.deps import AdminTokenDep, HistoryDep, SessionDep, SettingsDep, WriteSessionDep
@@ -26,7 +27,17 @@ def read_alerts(
     case: str | None = None,
     hardware: str | None = None,
     direction: Annotated[str | None, Query(description="regression or improvement")] = None,
-    confirmation: str | None = None,
+    confirmation: Annotated[
+        str | None,
+        Query(description="pending, confirmed, held, refuted, too_noisy, not_possible, not_needed"),
+    ] = None,
+    suspects: Annotated[
+        bool,
+        Query(
+            description="also list suspects: changes paired rounds are still confirming, or refuted "
+            "(not alerts; a status or confirmation filter includes them as well)"
+        ),
+    ] = False,
     limit: Annotated[int, Query(ge=1)] = 200,
 ) -> list[AlertOut]:
     """Alerts newest first with case, hardware, commits, before/after, change % and status."""
@@ -38,6 +49,7 @@ def read_alerts(
         direction=direction,
         confirmation=confirmation,
         limit=min(limit, settings.max_page_size),
+        suspects=suspects,
     )
     return [AlertOut.of(alert) for alert in alerts]
 
@@ -47,7 +59,8 @@ def read_alerts(
 )
 def read_alert(alert_id: AlertId, session: SessionDep) -> AlertDetailOut:
     """One alert with its events, bisection steps and evidence."""
-    return AlertDetailOut.detail(get_alert(session=session, alert_id=alert_id))
+    alert = get_alert(session=session, alert_id=alert_id)
+    return AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
 
 
 @router.post(
@@ -70,7 +83,7 @@ def triage(
         now=utcnow(),
     )
     session.commit()
-    return AlertDetailOut.detail(alert)
+    return AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
 
 
 @router.post(
@@ -84,7 +97,7 @@ def bisect(
     """Start the bisection of an alert by hand (e.g. after the repository became reachable)."""
     alert = request_bisection(session=session, alert_id=alert_id, history=history, now=utcnow())
     session.commit()
-    return AlertDetailOut.detail(alert)
+    return AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
 
 
 @router.post("/sweep", response_model=SweepOut, responses=errors(ADMIN))

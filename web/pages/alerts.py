@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from tracker.confirmation import confirmation_of
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Alert, AlertStatus, utcnow
 from tracker.queries import series
@@ -155,7 +156,7 @@ def _chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
 def alert_page(request: Request, alert_id: int, session: SessionDep, web: WebSessionDep) -> Response:
     """One alert: the numbers, the chart around the change, bisection, history, triage."""
     alert = get_alert(session=session, alert_id=alert_id)
-    detail = AlertDetailOut.detail(alert)
+    detail = AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
     allowed = TRANSITIONS[alert.status]
     return templates.TemplateResponse(
         request,

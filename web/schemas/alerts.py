@@ -8,8 +8,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tracker.bisection import bisection_view
+from tracker.comparison_views import ComparisonView
 from tracker.models import Alert
 from tracker.triage import alert_state
+from web.schemas.comparisons import RoundOut
 from web.schemas.core import CommitOut
 from web.schemas.params import InModel
 
@@ -33,7 +35,50 @@ class BisectionStepOut(BaseModel):
     value_ms: float | None
     outcome: str = Field(description="good, bad, skipped or pending")
     job_id: int | None
+    comparison_id: int | None = Field(description="paired rounds that called this step, if one run could not")
     note: str
+
+
+class PairedConfirmationOut(BaseModel):
+    """The paired rounds (last good = base, first bad = head) that confirm or refute a suspect."""
+
+    comparison_id: int
+    url: str
+    state: str
+    verdict: str = Field(description="regression/improvement (confirmed), no_change (refuted), inconclusive")
+    base_ms: float | None
+    head_ms: float | None
+    change_pct: float | None
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    threshold_pct: float | None
+    rounds_scheduled: int
+    max_rounds: int
+    note: str
+    rounds: list[RoundOut]
+
+    @classmethod
+    def of_view(cls, view: ComparisonView) -> PairedConfirmationOut | None:
+        """From a confirmation comparison's read model (its one result)."""
+        if not view.results:
+            return None
+        result = view.results[0]
+        return cls(
+            comparison_id=view.comparison.id,
+            url=f"/comparisons/{view.comparison.id}",
+            state=view.comparison.state.value,
+            verdict=result.result.verdict.value,
+            base_ms=result.result.base_value,
+            head_ms=result.result.head_value,
+            change_pct=result.result.change_pct,
+            ci_low_pct=result.result.ci_low_pct,
+            ci_high_pct=result.result.ci_high_pct,
+            threshold_pct=result.result.threshold_pct,
+            rounds_scheduled=view.comparison.rounds_scheduled,
+            max_rounds=view.comparison.max_rounds,
+            note=result.result.note,
+            rounds=[RoundOut.of(item) for item in result.rounds],
+        )
 
 
 class AlertOut(BaseModel):
@@ -102,13 +147,17 @@ class AlertDetailOut(AlertOut):
 
     events: list[AlertEventOut]
     bisection_steps: list[BisectionStepOut]
+    paired_confirmation: PairedConfirmationOut | None = Field(
+        description="the paired rounds that decided (or are deciding) whether the change is real"
+    )
     evidence: dict[str, Any]
 
     @classmethod
-    def detail(cls, alert: Alert) -> AlertDetailOut:
-        """From the ORM object, with events and steps."""
+    def detail(cls, alert: Alert, confirmation: ComparisonView | None = None) -> AlertDetailOut:
+        """From the ORM object, with events, steps and the confirmation's rounds."""
         return cls(
             **AlertOut.of(alert).model_dump(),
+            paired_confirmation=PairedConfirmationOut.of_view(confirmation) if confirmation else None,
             events=[
                 AlertEventOut(
                     from_status=event.from_status.value if event.from_status else None,

@@ -178,6 +178,8 @@ class ComparisonOut(BaseModel):
 
     id: int
     state: str
+    kind: str = Field(description="pr, calibration, confirmation (of an alert) or bisect (a bisection step)")
+    alert_id: int | None = Field(description="the alert a confirmation or bisection step decides")
     base: CandidateOut
     head: CandidateOut
     rounds: int
@@ -277,6 +279,8 @@ def _comparison_fields(comparison: Comparison) -> dict[str, Any]:
     return {
         "id": comparison.id,
         "state": comparison.state.value,
+        "kind": comparison.kind.value,
+        "alert_id": comparison.alert_id,
         "base": CandidateOut.of(comparison.base_candidate),
         "head": CandidateOut.of(comparison.head_candidate),
         "rounds": comparison.rounds,
