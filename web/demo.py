@@ -5,15 +5,18 @@ starts the tracker on SQLite and a CPU runner, and then does what the service do
 
 1. an A/A calibration of each toy case (the first commit against itself, in rounds), so
    detection knows how noisy this machine is;
-2. nightly runs, night by night, on a schedule that skips commits (as a busy fleet does): each
-   result feeds change detection, suspects are re-run before an alert opens, and alerts whose
-   last good and first bad nights are not adjacent are bisected to the culprit;
-3. a pull-request comparison: the newest main commit that still has both incidents' fixes
-   missing, against the same commit with the open fix branches stacked on it, in interleaved
-   rounds until the verdict is clear;
+2. nightly runs, night by night, on a schedule that skips the commits that introduced each
+   regression (as a busy fleet does): each result feeds change detection, every suspect is
+   confirmed or refuted by paired rounds of its last good and first bad commits before the next
+   night comes in, and alerts whose last good and first bad nights are not adjacent are bisected
+   to the culprit;
+3. a pull-request comparison of both toy cases: the newest main commit that holds both
+   regressions, against the same commit with the open fix branches (#101, #102) stacked on it,
+   in interleaved rounds until the verdict is clear;
 
-then prints every series, the alerts with their culprits, the calibration and the comparison's
-verdict with its confidence interval, and keeps serving the dashboard.
+then prints every series, the alerts with their culprits, the calibration, the comparison's
+verdict with its confidence interval and a scorecard (each planted change found or missed, and
+the alerts on neutral commits, read from the alerts API), and keeps serving the dashboard.
 """
 
 from __future__ import annotations
@@ -45,15 +48,21 @@ from tracker.settings import Settings
 from tracker.tokens import create_token
 from tracker.vcs import ensure_candidate, upsert_commit
 from web.app import create_app
-from web.demo_report import print_alerts, print_calibrations, print_comparison, print_series
+from web.demo_report import (
+    print_alerts,
+    print_calibrations,
+    print_comparison,
+    print_scorecard,
+    print_series,
+)
 from web.demo_runner import HARDWARE, RUNNER_NAME, DemoRunner
+from web.demo_scorecard import score
 
 TOY_SUITE = Path(__file__).resolve().parent.parent / "runners" / "toy" / "toy-suite.toml"
 # Nightly runs skip the scripted regressions' commits (04-fused-layernorm, 10-offload-during-
 # compile) and the neutral 05: the tracker has to bisect to find them.
 SKIPPED_BY_NIGHTLY = ("04-fused-layernorm", "05-scheduler-tensor-sigmas", "10-offload-during-compile")
 CALIBRATION_ROUNDS = 3
-PR_CASE = "toy-dit-t2i-256"
 
 
 @dataclass(frozen=True)
@@ -136,8 +145,12 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
             print_series(session, toy, console)
             print_calibrations(session, console)
             print_alerts(session, toy, console)
+            case_flags = {case.slug: _flags_on(case) for case in _toy_cases(session)}
         comparison = httpx.get(f"{url}/api/v1/comparisons/{comparison_id}", timeout=30).json()
         print_comparison(comparison, console)
+        # Scored from what a user reads: the alerts API (suspects refuted by paired rounds are not alerts).
+        alerts = httpx.get(f"{url}/api/v1/alerts", params={"limit": 200}, timeout=30).json()
+        print_scorecard(score(toy.commits, case_flags, alerts), console)
         console.print(f"demo finished in {time.monotonic() - started:.0f} s")
         engine.dispose()
         if exit_after:
@@ -235,7 +248,7 @@ def _compare(session: Session, toy: ToyRepository) -> int:
         session=session,
         base=ensure_candidate(session=session, base=base, patches=[]),
         head=ensure_candidate(session=session, base=base, patches=[pr.ref for pr in toy.pull_requests]),
-        cases=[PR_CASE],
+        cases=[case.slug for case in _toy_cases(session)],
         hardware=[HARDWARE],
         rounds=2,
         max_rounds=8,
@@ -244,6 +257,11 @@ def _compare(session: Session, toy: ToyRepository) -> int:
         command="/perf " + " ".join(f"#{pr.number}" for pr in toy.pull_requests),
     )
     return comparison.id
+
+
+def _flags_on(case: Case) -> list[str]:
+    """The flags a case passes (``false`` leaves a flag out)."""
+    return [name for name, value in (case.flags or {}).items() if value not in (False, None, "false")]
 
 
 def pr_base_sha(toy: ToyRepository) -> str:

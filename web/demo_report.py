@@ -15,8 +15,10 @@ from tracker.calibration import list_calibrations
 from tracker.catalog import get_hardware_kind
 from tracker.models import Alert, Case, Run
 from tracker.queries import series
+from tracker.triage import SUSPECT_CONFIRMATIONS
 from web.cli.alerts_cmd import alerts_table
 from web.cli.compare_cmd import comparison_table
+from web.demo_scorecard import Scorecard
 
 HARDWARE = "cpu"
 
@@ -65,8 +67,19 @@ def _scripted(commit: ToyCommit | None) -> str:
 
 
 def print_alerts(session: Session, toy: ToyRepository, console: Console) -> list[Alert]:
-    """The alerts the demo raised, with culprits and bisection steps, checked against the script."""
-    alerts = list(session.scalars(select(Alert).order_by(Alert.case_id, Alert.id)))
+    """The alerts the demo raised, with culprits and bisection steps, checked against the script;
+    then the suspects paired rounds refuted (never alerts)."""
+    everything = list(session.scalars(select(Alert).order_by(Alert.case_id, Alert.id)))
+    suspects = [alert for alert in everything if alert.confirmation in SUSPECT_CONFIRMATIONS]
+    alerts = [alert for alert in everything if alert.confirmation not in SUSPECT_CONFIRMATIONS]
+    for suspect in suspects:
+        console.print(
+            f"suspect {suspect.id} {suspect.case.slug} {suspect.change_pct:+.1f} % at "
+            f"{suspect.first_bad_commit.short_sha} {suspect.first_bad_commit.title!r}: "
+            f"{suspect.events[-1].reason if suspect.events else suspect.confirmation}",
+            highlight=False,
+            style="dim",
+        )
     if not alerts:
         console.print("[yellow]no alerts were raised[/]")
         return alerts
@@ -115,3 +128,33 @@ def print_calibrations(session: Session, console: Console) -> None:
 def print_comparison(comparison: dict[str, Any], console: Console) -> None:
     """The PR comparison as the API returns it."""
     console.print(comparison_table(comparison))
+
+
+def print_scorecard(card: Scorecard, console: Console) -> None:
+    """Each planted change found or missed with its culprit, and the alerts nothing planted explains."""
+    table = Table(title="scorecard: what the toy history planted", title_justify="left")
+    for column in ("case", "planted change", "commit", "expected", "result"):
+        table.add_column(column)
+    for item in card.planted:
+        incident = f" (incident {item.commit.incident})" if item.commit.incident else ""
+        table.add_row(
+            item.case,
+            f"{item.commit.kind.value}{incident}",
+            f"{item.commit.sha[:7]} {item.commit.title}"[:64],
+            item.direction,
+            f"found · {item.how}" if item.found else "MISSED",
+            style="green" if item.found else "red",
+        )
+    console.print(table)
+    for alert in card.false_alerts:
+        console.print(
+            f"[red]false alert {alert.alert_id}[/] {alert.case} {alert.direction} at "
+            f"{alert.culprit_title!r}: {alert.why}",
+            highlight=False,
+        )
+    found = sum(item.found for item in card.planted)
+    verdict = "[green]exactly the planted changes[/]" if card.perfect else "[red]not what was planted[/]"
+    console.print(
+        f"scorecard: {found}/{len(card.planted)} planted changes found, "
+        f"{len(card.false_alerts)} alert(s) on neutral or unaffected commits: {verdict}"
+    )
