@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
@@ -74,6 +74,8 @@ class SeriesChart:
     threshold: ThresholdInfo
     band: ThresholdBand | None
     alerts: list[ChartAlert]
+    # Runs flagged for their measuring conditions (contention, throttling): run id → flag.
+    flags: dict[int, str] = field(default_factory=dict)
 
 
 def series_chart(
@@ -89,7 +91,25 @@ def series_chart(
     kind = get_hardware_kind(session=session, name=data.hardware)
     threshold = series_threshold(session=session, case=data.case, hardware=kind)
     alerts = chart_alerts(session=session, case=data.case, hardware_kind_id=kind.id)
-    return SeriesChart(series=data, threshold=threshold, band=_band(data, threshold, alerts), alerts=alerts)
+    return SeriesChart(
+        series=data,
+        threshold=threshold,
+        band=_band(data, threshold, alerts),
+        alerts=alerts,
+        flags=measurement_flags(
+            session=session, run_ids=[p.run_id for p in data.points if p.excluded_reason]
+        ),
+    )
+
+
+def measurement_flags(*, session: Session, run_ids: list[int]) -> dict[int, str]:
+    """Which of these (excluded) runs hygiene flagged, and for what; one query, none when empty."""
+    if not run_ids:
+        return {}
+    rows = session.execute(
+        select(Run.id, Run.measurement_flag).where(Run.id.in_(run_ids), Run.measurement_flag.is_not(None))
+    ).all()
+    return {int(row.id): str(row.measurement_flag) for row in rows if row.measurement_flag is not None}
 
 
 def chart_alerts(*, session: Session, case: Case, hardware_kind_id: int) -> list[ChartAlert]:

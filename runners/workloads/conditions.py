@@ -263,8 +263,11 @@ class CpuSampler:
         return result
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        # Quick samples first (50, 100, 200, 400 ms...), so a short run still has a window.
+        wait = min(0.05, self.interval_s)
+        while not self._stop.wait(wait):
             self.sample()
+            wait = min(wait * 2, self.interval_s)
 
     def _loadavg(self) -> list[float] | None:
         try:

@@ -6,6 +6,7 @@
 
 GPU 7 has no power reading (``[N/A]``), as some boards report. With ``--fake-state=FILE`` (pass
 it in the argv prefix) every query heats the GPUs by one degree, so "before" and "after" differ.
+``--fake-throttle=0x20`` makes every GPU report that throttle-reason mask (default: idle, ``0x1``).
 """
 
 from __future__ import annotations
@@ -36,13 +37,15 @@ def temperature(state: str | None) -> int:
     return 34 + calls
 
 
-def value(field: str, index: int, temp: int) -> str:
+def value(field: str, index: int, temp: int, throttle: str = "0x0000000000000001") -> str:
     return {
         "index": str(index),
         "name": "NVIDIA H200",
         "driver_version": DRIVER,
         "clocks.sm": "1980",
         "clocks.mem": "3201",
+        "clocks.max.sm": "1980",
+        "clocks_throttle_reasons.active": throttle,
         "temperature.gpu": str(temp),
         "power.draw": "[N/A]" if index == 7 else f"{118.5 + index:.2f}",
     }.get(field, "[Not Supported]")
@@ -50,7 +53,8 @@ def value(field: str, index: int, temp: int) -> str:
 
 def main(argv: list[str]) -> int:
     state = next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--fake-state=")), None)
-    argv = [arg for arg in argv if not arg.startswith("--fake-state=")]
+    throttle = next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--fake-throttle=")), None)
+    argv = [arg for arg in argv if not arg.startswith(("--fake-state=", "--fake-throttle="))]
     if not argv:
         print(BANNER, end="")
         return 0
@@ -71,7 +75,7 @@ def main(argv: list[str]) -> int:
         return 6
     temp = temperature(state)
     for index in ids:
-        print(", ".join(value(field, index, temp) for field in query))
+        print(", ".join(value(field, index, temp, throttle or "0x0000000000000001") for field in query))
     return 0
 
 

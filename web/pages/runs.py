@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from tracker.hygiene import CONTENTION_SHARE_PCT, STEAL_PCT, RunConditions, conditions_from_environment
 from tracker.jobs import get_job
 from tracker.models import RunStage
 from tracker.queries import get_run
@@ -58,6 +59,27 @@ class LogLine:
     timestamp: str
     text: str
     kind: str
+
+
+@dataclass(frozen=True)
+class ConditionRow:
+    """One line of the measuring-conditions table; ``warn`` when it is past hygiene's threshold."""
+
+    label: str
+    value: str
+    warn: bool = False
+
+
+@dataclass(frozen=True)
+class GpuConditionRow:
+    """One GPU before or after the run, as displayed."""
+
+    gpu: str
+    when: str
+    sm_clock: str
+    temperature: str
+    reasons: str
+    throttling: bool
 
 
 @dataclass(frozen=True)
@@ -111,6 +133,10 @@ def _display(value: Any) -> str:
     return str(value)
 
 
+def _whole(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}"
+
+
 def environment_tables(
     environment: Mapping[str, Any],
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]], list[tuple[str, str]]]:
@@ -129,8 +155,50 @@ def environment_tables(
                 (f"{label} ({unit})", _display(environment.get(before)), _display(environment.get(after)))
             )
             used.update((before, after))
+    used.add("conditions")  # shown in its own table
     other = [(key, _display(value)) for key, value in sorted(environment.items()) if key not in used]
     return identity, state, other
+
+
+def condition_rows(conditions: RunConditions) -> tuple[list[ConditionRow], list[GpuConditionRow]]:
+    """The CPU side (load, other processes, steal) and the GPUs' clocks and throttle reasons."""
+    rows: list[ConditionRow] = []
+    cpu = conditions.cpu
+    if cpu is not None:
+        rows.append(
+            ConditionRow(
+                "Other processes' CPU",
+                f"{cpu.other_cores:.2f} cores ({cpu.other_share_pct:.0f} % of {cpu.cpu_count})",
+                warn=cpu.other_share_pct >= CONTENTION_SHARE_PCT,
+            )
+        )
+        if cpu.benchmark_cores is not None:
+            rows.append(ConditionRow("Benchmark's CPU", f"{cpu.benchmark_cores:.2f} cores"))
+        if cpu.steal_pct is not None:
+            rows.append(ConditionRow("CPU steal", f"{cpu.steal_pct:.1f} %", warn=cpu.steal_pct >= STEAL_PCT))
+        for label, load in (
+            ("Load average before", cpu.loadavg_before),
+            ("Load average after", cpu.loadavg_after),
+        ):
+            if load:
+                rows.append(
+                    ConditionRow(f"{label} (1, 5, 15 min)", ", ".join(f"{value:.2f}" for value in load))
+                )
+        if cpu.window_s is not None:
+            rows.append(ConditionRow("Sampled over", f"{cpu.window_s:.1f} s"))
+    rows.extend(ConditionRow("Not recorded", error) for error in conditions.errors)
+    gpus = [
+        GpuConditionRow(
+            gpu="?" if gpu.index is None else str(gpu.index),
+            when=gpu.when,
+            sm_clock=f"{_whole(gpu.sm_clock_mhz)} / {_whole(gpu.max_sm_clock_mhz)}",
+            temperature=_whole(gpu.temperature_c),
+            reasons=", ".join(gpu.throttle_reasons) or "none",
+            throttling=bool(gpu.throttling),
+        )
+        for gpu in conditions.gpus
+    ]
+    return rows, gpus
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -141,6 +209,7 @@ def run_page(request: Request, run_id: int, session: SessionDep) -> HTMLResponse
     steps = [float(value) for value in artifacts.step_times_ms]
     identity, gpu_state, other_environment = environment_tables(artifacts.environment)
     job = get_job(session=session, job_id=run.job_id) if run.job_id is not None else None
+    cpu_conditions, gpu_conditions = condition_rows(conditions_from_environment(artifacts.environment))
     return templates.TemplateResponse(
         request,
         "run.html",
@@ -158,6 +227,8 @@ def run_page(request: Request, run_id: int, session: SessionDep) -> HTMLResponse
             "identity": identity,
             "gpu_state": gpu_state,
             "other_environment": other_environment,
+            "cpu_conditions": cpu_conditions,
+            "gpu_conditions": gpu_conditions,
             "log": log_lines(artifacts.raw_log),
             "title": f"Run {run.id}",
         },

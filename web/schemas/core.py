@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracker.hygiene import RunConditions, conditions_from_environment
 from tracker.models import Case, Commit, HardwareKind, Run
 from tracker.queries import Series
 from tracker.series_chart import ChartCommit, SeriesChart
@@ -163,8 +164,78 @@ class PatchOut(BaseModel):
     pr_number: int | None
 
 
+class CpuConditionsOut(BaseModel):
+    """What the whole CPU did while the benchmark ran; cores are CPU-seconds per second."""
+
+    cpu_count: int
+    other_cores: float
+    other_share_pct: float
+    steal_pct: float | None
+    benchmark_cores: float | None
+    loadavg_before: list[float]
+    loadavg_after: list[float]
+    window_s: float | None
+
+
+class GpuSnapshotOut(BaseModel):
+    """One GPU before or after the run."""
+
+    when: str
+    index: int | None
+    sm_clock_mhz: float | None
+    max_sm_clock_mhz: float | None
+    temperature_c: float | None
+    throttle_reasons: list[str]
+    throttling: list[str]
+
+
+class ConditionsOut(BaseModel):
+    """The conditions a run was measured under (what the runner recorded) and the probes that failed."""
+
+    cpu: CpuConditionsOut | None
+    gpus: list[GpuSnapshotOut]
+    errors: list[str]
+
+    @classmethod
+    def of(cls, conditions: RunConditions) -> ConditionsOut:
+        """From the read model."""
+        cpu = conditions.cpu
+        return cls(
+            cpu=CpuConditionsOut(
+                cpu_count=cpu.cpu_count,
+                other_cores=cpu.other_cores,
+                other_share_pct=round(cpu.other_share_pct, 1),
+                steal_pct=cpu.steal_pct,
+                benchmark_cores=cpu.benchmark_cores,
+                loadavg_before=list(cpu.loadavg_before),
+                loadavg_after=list(cpu.loadavg_after),
+                window_s=cpu.window_s,
+            )
+            if cpu is not None
+            else None,
+            gpus=[
+                GpuSnapshotOut(
+                    when=gpu.when,
+                    index=gpu.index,
+                    sm_clock_mhz=gpu.sm_clock_mhz,
+                    max_sm_clock_mhz=gpu.max_sm_clock_mhz,
+                    temperature_c=gpu.temperature_c,
+                    throttle_reasons=list(gpu.throttle_reasons),
+                    throttling=list(gpu.throttling),
+                )
+                for gpu in conditions.gpus
+            ],
+            errors=list(conditions.errors),
+        )
+
+
 class RunOut(BaseModel):
-    """One run with its per-step times and stages (the log is at ``log_url``)."""
+    """One run with its per-step times and stages (the log is at ``log_url``).
+
+    ``excluded_reason`` says why detection leaves the run out; ``measurement_flag`` is set when that
+    is its measuring conditions (``contention``, ``gpu_throttled``, ``cpu_steal``), and
+    ``rerun_job_id`` names the job queued to measure it again.
+    """
 
     id: int
     status: str
@@ -203,6 +274,10 @@ class RunOut(BaseModel):
     measured_at: dt.datetime | None
     created_at: dt.datetime
     log_url: str
+    excluded_reason: str | None = None
+    measurement_flag: str | None = None
+    rerun_job_id: int | None = None
+    conditions: ConditionsOut | None = None
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -253,7 +328,16 @@ class RunOut(BaseModel):
             measured_at=run.measured_at,
             created_at=run.created_at,
             log_url=f"/api/v1/runs/{run.id}/log",
+            excluded_reason=run.excluded_reason,
+            measurement_flag=run.measurement_flag.value if run.measurement_flag else None,
+            rerun_job_id=run.rerun_job_id,
+            conditions=ConditionsOut.of(conditions) if (conditions := _conditions(run)) else None,
         )
+
+
+def _conditions(run: Run) -> RunConditions | None:
+    conditions = conditions_from_environment(run.artifacts.environment)
+    return conditions if conditions.recorded or conditions.errors else None
 
 
 class ResultCreated(BaseModel):
@@ -289,6 +373,7 @@ class ChartPointOut(BaseModel):
     value: float | None
     iqr: float | None
     excluded_reason: str | None
+    flag: str | None = None  # contention, gpu_throttled, cpu_steal: excluded for its measuring conditions
     sha: str
     title: str
     author: str
@@ -371,6 +456,7 @@ class SeriesChartOut(BaseModel):
                     value=point.value,
                     iqr=point.iqr,
                     excluded_reason=point.excluded_reason,
+                    flag=chart.flags.get(point.run_id),
                     sha=point.commit_sha,
                     title=point.commit_title,
                     author=point.commit_author,

@@ -35,15 +35,21 @@
       plotlyDate(point.committed_at).slice(0, 16) + " UTC",
       (KINDS[point.kind] || KINDS.job).label + (point.excluded_reason ? " (excluded)" : ""),
       point.run_id,
+      point.excluded_reason ? "<br>" + escapeText(shorten(point.excluded_reason, 120)) : "",
     ];
   }
+
+  function shorten(text, limit) {
+    return text.length > limit ? text.slice(0, limit - 1) + "…" : text;
+  }
+
 
   function build(data, el) {
     var unit = data.unit ? " " + data.unit : "";
     var digits = data.metric === "graph_breaks" ? ":.0f" : ":.2f";
     var hover =
       "<b>%{customdata[0]}</b> %{customdata[1]}<br>%{customdata[2]} · %{customdata[3]}<br>" +
-      "<b>%{y" + digits + "}" + escapeText(unit) + "</b> · %{customdata[4]} · run #%{customdata[5]}<extra></extra>";
+      "<b>%{y" + digits + "}" + escapeText(unit) + "</b> · %{customdata[4]} · run #%{customdata[5]}%{customdata[6]}<extra></extra>";
     var measured = data.points.filter(function (p) { return p.value !== null; });
     var counted = measured.filter(function (p) { return !p.excluded_reason; });
     var traces = [];
@@ -89,7 +95,21 @@
         hovertemplate: hover,
       });
     });
-    var excluded = measured.filter(function (p) { return p.excluded_reason; });
+    // Runs measured under contention or GPU throttling: kept, excluded, and marked apart from outliers.
+    var flagged = measured.filter(function (p) { return p.excluded_reason && p.flag; });
+    if (flagged.length) {
+      traces.push({
+        x: flagged.map(function (p) { return plotlyDate(p.committed_at); }),
+        y: flagged.map(function (p) { return p.value; }),
+        customdata: flagged.map(hoverData),
+        mode: "markers", name: "flagged (contention / throttling)", meta: "runs",
+        marker: { symbol: "circle-x-open", color: "#dc6803", size: 10, line: { width: 1.5 } },
+        hovertemplate:
+          "<b>%{customdata[0]}</b> %{customdata[1]}<br>%{customdata[2]} · %{customdata[3]}<br>" +
+          "<b>%{y" + digits + "}" + escapeText(unit) + "</b> · flagged, excluded · run #%{customdata[5]}%{customdata[6]}<extra></extra>",
+      });
+    }
+    var excluded = measured.filter(function (p) { return p.excluded_reason && !p.flag; });
     if (excluded.length) {
       traces.push({
         x: excluded.map(function (p) { return plotlyDate(p.committed_at); }),
