@@ -6,6 +6,11 @@ no more GPUs than it has) to exactly one runner. On PostgreSQL the candidate row
 the claim runs in one ``BEGIN IMMEDIATE`` transaction, which serialises claimers. Heartbeats
 extend a lease; a lease that runs out puts the job back in the queue (its attempt counter already
 counts the lost attempt), and after ``max_attempts`` the job fails with every attempt's reason.
+
+Paired checks (a suspect's confirmation, a bisection step's rounds) run every round on one
+runner, so that runner-to-runner differences cannot pose as a change: the first claim of one of
+their arms pins the comparison to its runner, and other runners leave its jobs alone — unless the
+pinned runner has not been heard from for :data:`PIN_STALE_AFTER`, when anyone may take over.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -25,6 +30,8 @@ from tracker.models import (
     Arm,
     Candidate,
     Case,
+    Comparison,
+    ComparisonKind,
     HardwareKind,
     Job,
     JobReason,
@@ -34,6 +41,9 @@ from tracker.models import (
 )
 
 DEFAULT_LEASE = dt.timedelta(minutes=5)
+# A pinned runner silent this long (no claim, heartbeat or registration) no longer holds its checks.
+PIN_STALE_AFTER = dt.timedelta(minutes=30)
+_PINNED_KINDS = (ComparisonKind.CONFIRMATION, ComparisonKind.BISECT)
 # Who waits for a job decides its place in the queue: a confirmation holds an alert back, a
 # bisection narrows one down, a pull request's author waits for a comment; nightly runs fill the rest.
 PRIORITY: dict[JobReason, int] = {
@@ -190,12 +200,22 @@ def claim_job(
     now = now or utcnow()
     expire_leases(session=session, now=now)
     runner.last_heartbeat_at = now
+    pinned_elsewhere = exists(
+        select(Comparison.id)
+        .join(Runner, Runner.id == Comparison.runner_id)
+        .where(
+            Comparison.id == Job.comparison_id,
+            Comparison.runner_id != runner.id,
+            Runner.last_heartbeat_at > now - PIN_STALE_AFTER,
+        )
+    )
     job = session.scalar(
         select(Job)
         .where(
             Job.state == JobState.QUEUED,
             Job.hardware_kind_id == runner.hardware_kind_id,
             Job.num_gpus <= runner.gpu_count,
+            or_(Job.comparison_id.is_(None), and_(~pinned_elsewhere)),
         )
         .order_by(Job.priority.desc(), Job.id)
         .limit(1)
@@ -204,6 +224,8 @@ def claim_job(
     if job is None:
         session.flush()
         return None
+    if job.comparison_id is not None:
+        _pin(session=session, comparison_id=job.comparison_id, runner=runner)
     job.state = JobState.LEASED
     job.attempts += 1
     job.leased_by_runner_id = runner.id
@@ -211,6 +233,13 @@ def claim_job(
     job.lease_expires_at = now + lease
     session.flush()
     return job
+
+
+def _pin(*, session: Session, comparison_id: int, runner: Runner) -> None:
+    """Pin a paired check to the runner that claims its first arm (or takes it over)."""
+    comparison = session.scalar(select(Comparison).where(Comparison.id == comparison_id).with_for_update())
+    if comparison is not None and comparison.kind in _PINNED_KINDS and comparison.runner_id != runner.id:
+        comparison.runner_id = runner.id
 
 
 def live_job(

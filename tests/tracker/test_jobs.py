@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from tests.factories import job_result
 from tracker import db
 from tracker.catalog import get_current_case, get_hardware_kind
+from tracker.comparisons import create_comparison
 from tracker.errors import Conflict
 from tracker.ingest import IngestLimits, ingest_job_result
 from tracker.jobs import (
@@ -24,7 +25,7 @@ from tracker.jobs import (
     register_runner,
     release_job,
 )
-from tracker.models import Candidate, Job, JobReason, JobState, Run, Runner, RunStatus
+from tracker.models import Candidate, ComparisonKind, Job, JobReason, JobState, Run, Runner, RunStatus
 from tracker.schemas import CommitIn
 from tracker.vcs import ensure_candidate, upsert_commit
 
@@ -253,3 +254,45 @@ def test_a_job_takes_its_reasons_priority_unless_given_one(session: Session) -> 
         priority=-3,
     ).job
     assert explicit.priority == -3
+
+
+def test_a_paired_check_runs_every_round_on_the_runner_that_took_its_first_arm(session: Session) -> None:
+    first, second = runner(session, "h200-a"), runner(session, "h200-b")
+    comparison = create_comparison(
+        session=session,
+        base=candidate(session, "aaaaaaa"),
+        head=candidate(session, "bbbbbbb"),
+        cases=["qwen-image-t2i-1024"],
+        hardware=["H200"],
+        rounds=2,
+        requests_per_round=1,
+        purpose=ComparisonKind.CONFIRMATION,
+    )
+    taken = claim_job(session=session, runner=first, lease=LEASE, now=T0)
+    assert taken is not None and taken.comparison_id == comparison.id
+    assert comparison.runner_id == first.id
+    # The other runner leaves the rest of the rounds alone while the first one is alive ...
+    assert claim_job(session=session, runner=second, lease=LEASE, now=T0 + dt.timedelta(minutes=1)) is None
+    again = claim_job(session=session, runner=first, lease=LEASE, now=T0 + dt.timedelta(minutes=2))
+    assert again is not None and again.comparison_id == comparison.id
+    # ... and takes over once it has been silent for long.
+    later = T0 + dt.timedelta(hours=1)
+    took_over = claim_job(session=session, runner=second, lease=LEASE, now=later)
+    assert took_over is not None and took_over.comparison_id == comparison.id
+    assert comparison.runner_id == second.id
+
+
+def test_pull_request_comparisons_are_not_pinned(session: Session) -> None:
+    first, second = runner(session, "h200-a"), runner(session, "h200-b")
+    comparison = create_comparison(
+        session=session,
+        base=candidate(session, "aaaaaaa"),
+        head=candidate(session, "bbbbbbb"),
+        cases=["qwen-image-t2i-1024"],
+        hardware=["H200"],
+        rounds=1,
+        requests_per_round=1,
+    )
+    assert claim_job(session=session, runner=first, lease=LEASE, now=T0) is not None
+    assert claim_job(session=session, runner=second, lease=LEASE, now=T0) is not None
+    assert comparison.runner_id is None

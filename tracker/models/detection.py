@@ -171,6 +171,10 @@ class Comparison(Base):
         index=True,
         comment="the alert a confirmation or bisection step decides",
     )
+    runner_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runners.id", ondelete="SET NULL"),
+        comment="the one runner a confirmation's or bisection step's rounds run on (set by the first claim)",
+    )
     created_at: Mapped[created_at]
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
