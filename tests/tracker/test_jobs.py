@@ -269,16 +269,19 @@ def test_a_paired_check_runs_every_round_on_the_runner_that_took_its_first_arm(s
         purpose=ComparisonKind.CONFIRMATION,
     )
     taken = claim_job(session=session, runner=first, lease=LEASE, now=T0)
-    assert taken is not None and taken.comparison_id == comparison.id
+    assert taken is not None
+    assert taken.comparison_id == comparison.id
     assert comparison.runner_id == first.id
     # The other runner leaves the rest of the rounds alone while the first one is alive ...
     assert claim_job(session=session, runner=second, lease=LEASE, now=T0 + dt.timedelta(minutes=1)) is None
     again = claim_job(session=session, runner=first, lease=LEASE, now=T0 + dt.timedelta(minutes=2))
-    assert again is not None and again.comparison_id == comparison.id
+    assert again is not None
+    assert again.comparison_id == comparison.id
     # ... and takes over once it has been silent for long.
     later = T0 + dt.timedelta(hours=1)
     took_over = claim_job(session=session, runner=second, lease=LEASE, now=later)
-    assert took_over is not None and took_over.comparison_id == comparison.id
+    assert took_over is not None
+    assert took_over.comparison_id == comparison.id
     assert comparison.runner_id == second.id
 
 
