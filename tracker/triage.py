@@ -31,8 +31,13 @@ TRANSITIONS: dict[AlertStatus, frozenset[AlertStatus]] = {
     AlertStatus.EXPECTED: frozenset({AlertStatus.OPEN}),
 }
 CONFIRMATIONS = tuple(enum_values(AlertConfirmation))
-# Suspects are not alerts yet (paired rounds are deciding) or were refuted by them.
-SUSPECT_CONFIRMATIONS = (AlertConfirmation.PENDING.value, AlertConfirmation.REFUTED.value)
+# Suspects are not alerts: paired rounds are still deciding, refuted them, or could not tell
+# them from noise at the round cap ("unconfirmed: too noisy").
+SUSPECT_CONFIRMATIONS = (
+    AlertConfirmation.PENDING.value,
+    AlertConfirmation.REFUTED.value,
+    AlertConfirmation.TOO_NOISY.value,
+)
 
 
 def alert_state(alert: Alert) -> str:
@@ -55,8 +60,8 @@ def list_alerts(
 ) -> list[Alert]:
     """Alerts newest first, filtered; ``status`` also takes ``confirming``.
 
-    ``suspects=False`` leaves out suspects (paired rounds still deciding, or refuted) unless a
-    ``status`` or ``confirmation`` filter asks for them.
+    ``suspects=False`` leaves out suspects (paired rounds still deciding, refuted, or too noisy
+    to tell) unless a ``status`` or ``confirmation`` filter asks for them.
     """
     query = (
         select(Alert)

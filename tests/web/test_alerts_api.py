@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
+from tests.tracker.bench import Bench
+from tests.tracker.test_alerts import BASE_MS, SLOW_MS, commit_in
+from tracker.models import Commit, Job, JobReason
 
 
 def _auth(token: str) -> dict[str, str]:
@@ -94,3 +100,54 @@ def test_manual_bisection_of_an_import_says_why_it_cannot(
     response = client.post(f"/api/v1/alerts/{alert_id}/bisect", headers=_auth(admin_token))
     assert response.status_code == 200, response.text
     assert response.json()["bisection_state"] in ("unavailable", "not_needed")
+
+
+def _nightly(session: Session, slow_from: int | None, bad_night: int | None, nights: int = 21) -> None:
+    """Nightly runs of commits 0..nights-1 on one simulated runner: a regression from ``slow_from``,
+    or one throttled night at ``bad_night`` that its paired rounds do not repeat."""
+    bench = Bench(session)
+    rng = random.Random(17)
+
+    def measure(commit: Commit, job: Job) -> float | None:
+        index = int(commit.sha[:7], 16)
+        value = (SLOW_MS if slow_from is not None and index >= slow_from else BASE_MS) * (
+            1 + rng.gauss(0, 0.004)
+        )
+        if index == bad_night and job.reason is JobReason.NIGHTLY:
+            return value * 1.09
+        return value
+
+    for index in range(nights):
+        bench.nightly(commit_in(index))
+        bench.drain(measure)
+
+
+def test_a_confirmed_alert_shows_its_paired_rounds(client: TestClient, session: Session) -> None:
+    _nightly(session, slow_from=20, bad_night=None)
+    [alert] = client.get("/api/v1/alerts").json()
+    assert (alert["confirmation"], alert["state"]) == ("confirmed", "open")
+    detail = client.get(f"/api/v1/alerts/{alert['id']}").json()
+    paired = detail["paired_confirmation"]
+    assert paired["verdict"] == "regression"
+    assert paired["ci_low_pct"] > paired["threshold_pct"]
+    assert [item["round"] for item in paired["rounds"]] == [1, 2]
+    for item in paired["rounds"]:
+        assert item["base_ms"] == pytest.approx(BASE_MS, rel=0.02)
+        assert item["head_ms"] == pytest.approx(SLOW_MS, rel=0.02)
+    comparison = client.get(paired["url"].replace("/comparisons", "/api/v1/comparisons")).json()
+    assert (comparison["kind"], comparison["alert_id"]) == ("confirmation", alert["id"])
+
+
+def test_a_refuted_suspect_is_listed_only_when_suspects_are_asked_for(
+    client: TestClient, session: Session
+) -> None:
+    _nightly(session, slow_from=None, bad_night=20)
+    assert client.get("/api/v1/alerts").json() == []
+    [suspect] = client.get("/api/v1/alerts", params={"suspects": "true"}).json()
+    assert (suspect["confirmation"], suspect["status"]) == ("refuted", "invalid")
+    assert [item["id"] for item in client.get("/api/v1/alerts", params={"status": "invalid"}).json()] == [
+        suspect["id"]
+    ]
+    paired = client.get(f"/api/v1/alerts/{suspect['id']}").json()["paired_confirmation"]
+    assert paired["verdict"] == "no_change"
+    assert paired["ci_high_pct"] < paired["threshold_pct"]

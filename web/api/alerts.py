@@ -34,8 +34,8 @@ def read_alerts(
     suspects: Annotated[
         bool,
         Query(
-            description="also list suspects: changes paired rounds are still confirming, or refuted "
-            "(not alerts; a status or confirmation filter includes them as well)"
+            description="also list suspects: changes paired rounds are still confirming, refuted, or "
+            "left unconfirmed as too noisy (not alerts; a status or confirmation filter includes them too)"
         ),
     ] = False,
     limit: Annotated[int, Query(ge=1)] = 200,
