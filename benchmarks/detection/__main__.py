@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.progress import Progress
 
 from benchmarks.detection.abpower import simulate
+from benchmarks.detection.confirming import PRIOR_DOF
 from benchmarks.detection.dataset import DatasetShape, make_dataset
-from benchmarks.detection.evaluate import evaluate
+from benchmarks.detection.evaluate import StreamPlan, evaluate
 from benchmarks.detection.peers import detectors
 from benchmarks.detection.report import (
     dataset_summary,
@@ -20,7 +21,15 @@ from benchmarks.detection.report import (
     perftrack_cells,
     power_tables,
     recall_table,
+    stream_tables,
 )
+
+# --quick streams with confirmation through every third series (a third of every kind).
+QUICK_STREAM_EVERY = 3
+
+
+def _prior_dof(text: str) -> int | None:
+    return None if text == "none" else int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,28 +41,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=1, help="multiply the number of series of each kind")
     parser.add_argument("--no-streaming", action="store_true", help="skip the detection-delay runs")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: CPUs)")
-    parser.add_argument("--quick", action="store_true", help="a tenth of the A/B trials, no streaming")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a tenth of the A/B trials, no delay runs, confirmation streaming on every third series",
+    )
+    parser.add_argument(
+        "--prior-dof",
+        type=_prior_dof,
+        default=PRIOR_DOF,
+        help=f"weight of the series' noise as the confirmation prior, or 'none' (default {PRIOR_DOF})",
+    )
+    parser.add_argument(
+        "--stream-every",
+        type=int,
+        default=None,
+        help="stream with confirmation through every N-th series (0: none; default 1, 3 with --quick)",
+    )
     args = parser.parse_args(argv)
     console = Console(width=200)
     errors = Console(stderr=True)
     started = time.monotonic()
-    base = DatasetShape()
-    shape = DatasetShape(
-        steps_per_cell=base.steps_per_cell * args.scale,
-        fixes_per_cell=base.fixes_per_cell * args.scale,
-        flat_per_noise=base.flat_per_noise * args.scale,
-        drift_per_noise=base.drift_per_noise * args.scale,
-        bimodal_per_noise=base.bimodal_per_noise * args.scale,
-    )
-    dataset = make_dataset(args.seed, shape)
+    dataset = make_dataset(args.seed, DatasetShape().scaled(args.scale))
+    every = args.stream_every if args.stream_every is not None else QUICK_STREAM_EVERY if args.quick else 1
     for detector in detectors():
         if not detector.available:
             errors.print(f"[yellow]{detector.name} is not installed: pip install -e '.[bench]'[/yellow]")
     with Progress(console=errors, transient=True) as progress:
         task = progress.add_task("detectors over the series", total=len(dataset))
-        scores, reruns = evaluate(
+        evaluation = evaluate(
             dataset,
             streaming=not (args.no_streaming or args.quick),
+            confirmation=StreamPlan(every=every, prior_dof=args.prior_dof),
             workers=args.workers,
             progress=lambda done: progress.advance(task, done),
         )
@@ -64,8 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     for detector in detectors():
         console.print(f"  {detector.name}: {detector.config}")
     console.print()
+    scores = evaluation.scores
     detection_table(console, scores)
-    console.print(f"perftrack+rerun: {reruns} confirmation re-runs over all prefixes of the delay runs")
+    console.print(
+        f"perftrack+rerun: {evaluation.reruns} confirmation re-runs over all prefixes of the delay runs"
+    )
+    console.print()
+    if evaluation.stream_series:
+        prior = (
+            "none"
+            if args.prior_dof is None
+            else f"the series' noise (detection's estimate), at most {args.prior_dof} degrees of freedom"
+        )
+        stream_tables(console, evaluation.stream, evaluation.stream_series, prior)
     console.print()
     recall_table(console, scores)
     console.print()

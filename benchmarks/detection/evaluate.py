@@ -1,4 +1,5 @@
-"""Run every detector over the dataset (full series and streaming prefixes), in worker processes."""
+"""Run every detector over the dataset (full series, streaming prefixes, streaming with paired
+confirmation), in worker processes."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+from benchmarks.detection.confirming import PRIOR_DOF, StreamOutcome, stream_with_confirmation
 from benchmarks.detection.dataset import LabelledSeries
 from benchmarks.detection.peers import THRESHOLD_PCT, Flag, detectors
-from benchmarks.detection.scoring import Tally
+from benchmarks.detection.scoring import StreamTally, Tally
 from benchmarks.detection.streaming import delay, perftrack_delay_with_reruns
 
 RERUN_NAME = "perftrack+rerun"
@@ -23,6 +25,7 @@ class SeriesResult:
     flags: dict[str, list[Flag]]
     delays: dict[str, list[int | None]]  # per labelled change of at least the threshold
     reruns: int
+    stream: StreamOutcome | None  # streaming with paired confirmation, when this series took part
 
 
 @dataclass(slots=True)
@@ -52,7 +55,27 @@ class DetectorScore:
         return statistics.fmean(seen) if seen else None
 
 
-def _evaluate(series: LabelledSeries, names: Sequence[str], streaming: bool) -> SeriesResult:
+@dataclass(frozen=True, slots=True)
+class StreamPlan:
+    """Which series stream with paired confirmation (every ``every``-th; 0: none), and the prior."""
+
+    every: int = 1
+    prior_dof: int | None = PRIOR_DOF
+
+
+@dataclass(slots=True)
+class Evaluation:
+    """Everything the tables print."""
+
+    scores: list[DetectorScore]
+    reruns: int  # re-runs made by perftrack+rerun in the delay runs
+    stream: StreamTally
+    stream_series: int
+
+
+def _evaluate(
+    series: LabelledSeries, names: Sequence[str], streaming: bool, confirming: bool, prior_dof: int | None
+) -> SeriesResult:
     available = {detector.name: detector.detect for detector in detectors() if detector.name in names}
     flags = {name: detect(series.values) for name, detect in available.items()}
     delays: dict[str, list[int | None]] = {name: [] for name in [*available, RERUN_NAME]}
@@ -66,34 +89,46 @@ def _evaluate(series: LabelledSeries, names: Sequence[str], streaming: bool) -> 
             found, used = perftrack_delay_with_reruns(series, change)
             delays[RERUN_NAME].append(found)
             reruns += used
-    return SeriesResult(flags=flags, delays=delays, reruns=reruns)
+    stream = stream_with_confirmation(series, prior_dof=prior_dof) if confirming else None
+    return SeriesResult(flags=flags, delays=delays, reruns=reruns, stream=stream)
 
 
 def evaluate(
     dataset: Sequence[LabelledSeries],
     *,
     streaming: bool = True,
+    confirmation: StreamPlan | None = None,
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
-) -> tuple[list[DetectorScore], int]:
-    """Score every available detector on ``dataset``; also the re-runs perftrack's streaming mode made."""
+) -> Evaluation:
+    """Score every available detector on ``dataset``, and perftrack streaming with confirmation."""
     chosen = [detector for detector in detectors() if detector.available]
     names = [detector.name for detector in chosen]
     scores = {detector.name: DetectorScore(detector.name, detector.config) for detector in chosen}
     scores[RERUN_NAME] = DetectorScore(
         RERUN_NAME, "perftrack, a suspect newest commit re-run once (streaming only)"
     )
-    reruns = 0
+    plan = confirmation or StreamPlan()
+    confirming = [plan.every > 0 and number % plan.every == 0 for number in range(len(dataset))]
+    evaluation = Evaluation(list(scores.values()), 0, StreamTally(), sum(confirming))
     with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         results = pool.map(
-            _evaluate, dataset, [names] * len(dataset), [streaming] * len(dataset), chunksize=4
+            _evaluate,
+            dataset,
+            [names] * len(dataset),
+            [streaming] * len(dataset),
+            confirming,
+            [plan.prior_dof] * len(dataset),
+            chunksize=2,
         )
         for series, result in zip(dataset, results, strict=True):
             for name, flags in result.flags.items():
                 scores[name].tally.add(series, flags)
             for name, found in result.delays.items():
                 scores[name].delays.extend(found)
-            reruns += result.reruns
+            evaluation.reruns += result.reruns
+            if result.stream is not None:
+                evaluation.stream.add(series, result.stream)
             if progress is not None:
                 progress(1)
-    return list(scores.values()), reruns
+    return evaluation

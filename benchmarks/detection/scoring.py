@@ -5,7 +5,9 @@ same way; pairs are taken closest first, so each change matches at most one dete
 detection at most one change. A matched detection is a true positive, an unmatched one a false
 alarm. Changes below the 2 % threshold (the 1 % ones) are not expected to be caught: they are left
 out of the recall denominator and a detection matching one is neither a true positive nor a false
-alarm; their recall is still reported.
+alarm; their recall is still reported. One-night changes (a regression fixed by the next commit)
+are treated the same way on full series, where one run per commit cannot tell them from a bad run,
+and expected in streaming with confirmation (:class:`StreamTally`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from benchmarks.detection.confirming import StreamOutcome, Suspect
 from benchmarks.detection.dataset import LabelledSeries, TrueChange
 from benchmarks.detection.peers import THRESHOLD_PCT, Flag
+from tracker.decisions import ConfirmationOutcome
 
 TOLERANCE = 2
 
@@ -64,20 +68,31 @@ class Tally:
     found_by_cell: dict[tuple[float, float], int] = field(default_factory=lambda: defaultdict(int))
     total_by_cell: dict[tuple[float, float], int] = field(default_factory=lambda: defaultdict(int))
 
-    def add(self, series: LabelledSeries, flags: Sequence[Flag]) -> None:
-        """Score one series' detections."""
+    def add(self, series: LabelledSeries, flags: Sequence[Flag], *, expect_one_night: bool = False) -> None:
+        """Score one series' detections.
+
+        One-night changes are not expected unless ``expect_one_night``: on full series, with one run
+        per commit, they are indistinguishable from a bad run, so matching one is neither a true
+        positive nor a false alarm, and they are left out of the by-size tables.
+        """
         result = match(flags, series.changes)
         self.points += len(series.values)
         self.points_by_kind[series.kind] += len(series.values)
         found = {change_no for _, change_no in result.pairs}
+
+        def expected(change: TrueChange) -> bool:
+            return change.size_pct >= THRESHOLD_PCT and (expect_one_night or not change.one_night)
+
         for flag_no, change_no in result.pairs:
-            if series.changes[change_no].size_pct >= THRESHOLD_PCT:
+            if expected(series.changes[change_no]):
                 self.true_positives += 1
                 self.exact += flags[flag_no].index == series.changes[change_no].index
         self.false_alarms += len(result.false_alarms)
         self.false_alarms_by_kind[series.kind] += len(result.false_alarms)
         for change_no, change in enumerate(series.changes):
-            self.expected += change.size_pct >= THRESHOLD_PCT
+            self.expected += expected(change)
+            if change.one_night and not expect_one_night:
+                continue
             self.total_by_size[change.size_pct] += 1
             self.found_by_size[change.size_pct] += change_no in found
             cell = (series.noise_pct, change.size_pct)
@@ -120,3 +135,113 @@ class Tally:
         ]
         total = sum(self.total_by_cell[cell] for cell in cells)
         return sum(self.found_by_cell[cell] for cell in cells) / total if total else None
+
+
+@dataclass(slots=True)
+class StreamTally:
+    """Counts for streaming with paired confirmation over the dataset.
+
+    Confirmed alerts are the detections. One-night changes are expected here (a confirmation run
+    the night a regression appears sees it); sub-threshold changes are not, as in :class:`Tally`.
+    A *neutral* alert has no labelled change (of any size) within ``TOLERANCE`` commits in its
+    direction. For a labelled change that was not confirmed, ``missed_as`` says why: no suspect
+    near it, or the outcome of the nearest suspect.
+    """
+
+    points: int = 0
+    rounds: int = 0
+    tally: Tally = field(default_factory=Tally)
+    neutral_alerts: int = 0
+    outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    by_kind: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+    one_night_found: dict[tuple[float, float], int] = field(default_factory=lambda: defaultdict(int))
+    one_night_total: dict[tuple[float, float], int] = field(default_factory=lambda: defaultdict(int))
+    lasting_found: dict[tuple[float, float], int] = field(default_factory=lambda: defaultdict(int))
+    lasting_total: dict[tuple[float, float], int] = field(default_factory=lambda: defaultdict(int))
+    missed_as: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # Too-noisy suspects a lenient rule would have confirmed (see ``lenient``), on labelled changes
+    # of at least the threshold that were missed, and on neutral commits.
+    lenient_true: int = 0
+    lenient_neutral: int = 0
+
+    def add(self, series: LabelledSeries, outcome: StreamOutcome) -> None:
+        """Score one series' suspects."""
+        self.points += outcome.points
+        self.rounds += outcome.rounds
+        kind = self.by_kind[series.kind]
+        kind["points"] += outcome.points
+        kind["rounds"] += outcome.rounds
+        for suspect in outcome.suspects:
+            self.outcomes[suspect.outcome.value] += 1
+            kind[suspect.outcome.value] += 1
+        alerts = [
+            Flag(suspect.first_bad, suspect.direction)
+            for suspect in outcome.with_outcome(ConfirmationOutcome.CONFIRMED)
+        ]
+        neutral = sum(
+            not any(
+                abs(alert.index - change.index) <= TOLERANCE and alert.direction == change.direction
+                for change in series.changes
+            )
+            for alert in alerts
+        )
+        self.neutral_alerts += neutral
+        kind["neutral_alerts"] += neutral
+        self.tally.add(series, alerts, expect_one_night=True)
+        found = {change_no for _, change_no in match(alerts, series.changes).pairs}
+        for change_no, change in enumerate(series.changes):
+            cell = (series.noise_pct, change.size_pct)
+            if change.one_night and change.direction > 0:
+                self.one_night_total[cell] += 1
+                self.one_night_found[cell] += change_no in found
+            elif not change.one_night:
+                self.lasting_total[cell] += 1
+                self.lasting_found[cell] += change_no in found
+            if change_no in found or change.size_pct < THRESHOLD_PCT:
+                continue
+            near = [
+                suspect
+                for suspect in outcome.suspects
+                if abs(suspect.first_bad - change.index) <= TOLERANCE
+                and suspect.direction == change.direction
+            ]
+            self.missed_as[near[0].outcome.value if near else "no suspect"] += 1
+            self.lenient_true += any(lenient(suspect) for suspect in near)
+        for suspect in outcome.with_outcome(ConfirmationOutcome.TOO_NOISY):
+            self.lenient_neutral += lenient(suspect) and not any(
+                abs(suspect.first_bad - change.index) <= TOLERANCE and suspect.direction == change.direction
+                for change in series.changes
+            )
+
+    @property
+    def neutral_per_1000(self) -> float:
+        """Confirmed alerts on neutral commits per 1,000 nightly points."""
+        return 1000.0 * self.neutral_alerts / self.points if self.points else 0.0
+
+    @property
+    def rounds_per_1000(self) -> float:
+        """Paired rounds per 1,000 nightly points."""
+        return 1000.0 * self.rounds / self.points if self.points else 0.0
+
+    def one_night_recall(self, min_size: float) -> float | None:
+        """Recall of one-night regressions of at least ``min_size`` percent."""
+        total = sum(count for cell, count in self.one_night_total.items() if cell[1] >= min_size)
+        found = sum(count for cell, count in self.one_night_found.items() if cell[1] >= min_size)
+        return found / total if total else None
+
+
+# Detection lets an estimate count when it is within this share of the threshold (its default
+# ``threshold_margin_share``); the lenient rule below borrows it.
+_LENIENT_SHARE = 0.85
+
+
+def lenient(suspect: Suspect) -> bool:
+    """Whether a too-noisy suspect's final interval excludes zero in its direction and its estimate
+    reaches 85 % of the threshold: what a rule like detection's own margin would have confirmed."""
+    if suspect.outcome is not ConfirmationOutcome.TOO_NOISY or suspect.paired_pct is None:
+        return False
+    if suspect.ci_low_pct is None or suspect.ci_high_pct is None:
+        return False
+    if suspect.direction > 0:
+        return suspect.ci_low_pct > 0 and suspect.paired_pct >= _LENIENT_SHARE * THRESHOLD_PCT
+    return suspect.ci_high_pct < 0 and suspect.paired_pct <= -_LENIENT_SHARE * THRESHOLD_PCT

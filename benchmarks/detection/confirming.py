@@ -1,0 +1,225 @@
+"""Streaming with the service's confirmation: nightly detection, suspects settled by paired rounds.
+
+Each series is walked night by night, as the service sees it. After night ``t``'s run lands:
+
+1. ``detect_changes`` runs on the series so far, leaving out the runs refuted suspects excluded;
+2. every change it reports (established or a suspect) that is **new** becomes a suspect. It is
+   not new, as in the service's alert matching (``tracker.alerts._matching_alert``, simplified to
+   commits and directions), when a suspect in the same direction has the same first bad commit,
+   whatever its outcome; or when a *too noisy* one lies within ``MATCH_RADIUS`` commits and
+   detection no longer reports a change at that suspect's own commit (the change moved). Confirmed
+   and refuted suspects match only their own commit: paired rounds tied them to it, so a change
+   found next to one is another suspect (a load phase refuted at its first night is found again
+   one night later, and refuted again);
+3. :func:`tracker.decisions.plan_change` plans it (everything here was measured by perftrack's
+   runners, so ``can_rerun`` is true) and, for ``confirm``, paired rounds of the last good and first
+   bad commits are drawn **on night t** (:func:`benchmarks.detection.runmodel.paired_round`) and
+   judged by :func:`tracker.decisions.judge_confirmation` — adding rounds as ``rounds_wanted``
+   asks, up to the policy's cap — until the judgement is final;
+4. confirmed: an alert at the first bad commit; refuted: that commit's nightly run leaves the
+   series from the next detection on; too noisy: an unconfirmed alert, never counted as confirmed.
+
+Rounds are not series points. Last good is the newest commit before the first bad one that still
+has a run in the series (a refuted run is not a level to compare with).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmarks.detection.dataset import LabelledSeries
+from benchmarks.detection.peers import THRESHOLD_PCT
+from benchmarks.detection.runmodel import paired_round
+from tracker.abstats import ComparisonStats, NoisePrior, RoundValues
+from tracker.changepoints import Change, Detection, DetectorConfig, detect_changes
+from tracker.decisions import (
+    ChangeAction,
+    ConfirmationOutcome,
+    ConfirmationPolicy,
+    judge_confirmation,
+    plan_change,
+)
+
+MATCH_RADIUS = 3
+# The prior's weight: the series' noise counts as this many degrees of freedom at most (see
+# docs/detection.md: nightly noise is robust to bad runs, paired rounds are not).
+PRIOR_DOF = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Suspect:
+    """One change detection reported, and how its confirmation ended."""
+
+    first_bad: int  # commit index in the series
+    last_good: int
+    direction: int  # +1 slower
+    night: int  # when it was found and confirmed
+    detected_pct: float
+    established: bool  # detection's own view when it was found
+    outcome: ConfirmationOutcome
+    rounds: int
+    paired_pct: float | None  # the paired estimate and interval when the judgement was final
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOutcome:
+    """Every suspect of one series, in the order they were found."""
+
+    suspects: tuple[Suspect, ...]
+    points: int
+
+    @property
+    def rounds(self) -> int:
+        """Paired rounds spent on the series (each round runs both arms)."""
+        return sum(suspect.rounds for suspect in self.suspects)
+
+    def with_outcome(self, outcome: ConfirmationOutcome) -> list[Suspect]:
+        """The suspects whose confirmation ended so."""
+        return [suspect for suspect in self.suspects if suspect.outcome is outcome]
+
+
+def _direction(change: Change) -> int:
+    return 1 if change.is_regression else -1
+
+
+def _matches(suspects: list[Suspect], first_bad: int, direction: int, reported: set[tuple[int, int]]) -> bool:
+    """Whether a change at ``first_bad`` is a suspect already known (the service's matching)."""
+    for known in suspects:
+        if known.direction != direction:
+            continue
+        if known.first_bad == first_bad:
+            return True
+        if (
+            known.outcome is ConfirmationOutcome.TOO_NOISY
+            and abs(known.first_bad - first_bad) <= MATCH_RADIUS
+            and (known.first_bad, direction) not in reported
+        ):
+            return True
+    return False
+
+
+def series_prior(detection: Detection, prior_dof: int | None) -> NoisePrior | None:
+    """The prior handed to the judgement: the series' noise, weighted by at most ``prior_dof``."""
+    if prior_dof is None or detection.noise is None:
+        return None
+    return NoisePrior(noise_pct=detection.noise.cv_pct, dof=min(prior_dof, detection.noise.differences))
+
+
+def confirm(
+    series: LabelledSeries,
+    *,
+    last_good: int,
+    first_bad: int,
+    night: int,
+    regression: bool,
+    prior: NoisePrior | None,
+    policy: ConfirmationPolicy,
+    rng: np.random.Generator,
+    threshold_pct: float = THRESHOLD_PCT,
+) -> tuple[ConfirmationOutcome, int, ComparisonStats | None]:
+    """Draw and judge paired rounds on ``night`` until final: the outcome, rounds drawn, statistics."""
+    rounds: list[RoundValues] = []
+    scheduled = policy.initial_rounds
+    while True:
+        while len(rounds) < scheduled:
+            rounds.append(paired_round(series.model, last_good, first_bad, night, rng))
+        judgement = judge_confirmation(
+            rounds,
+            regression=regression,
+            threshold_pct=threshold_pct,
+            scheduled=scheduled,
+            prior=prior,
+            policy=policy,
+        )
+        if judgement.outcome is not ConfirmationOutcome.MORE_ROUNDS:
+            return judgement.outcome, len(rounds), judgement.stats
+        if judgement.rounds_wanted <= scheduled:
+            raise RuntimeError(f"more rounds asked without more scheduled: {judgement.reason}")
+        scheduled = judgement.rounds_wanted
+
+
+def stream_with_confirmation(
+    series: LabelledSeries,
+    *,
+    prior_dof: int | None = PRIOR_DOF,
+    policy: ConfirmationPolicy | None = None,
+    config: DetectorConfig | None = None,
+    threshold_pct: float = THRESHOLD_PCT,
+) -> StreamOutcome:
+    """Walk ``series`` night by night with detection and paired confirmation, as the service would.
+
+    Parameters
+    ----------
+    series
+        The labelled series; its nightly runs and its run model (for the paired rounds).
+    prior_dof
+        Weight of the series' noise as the judgement's prior (``None``: no prior).
+    policy
+        Round counts of a confirmation.
+    config
+        Detector settings (defaults when omitted).
+    threshold_pct
+        The model's threshold, for detection and for the judgement.
+
+    Returns
+    -------
+    StreamOutcome
+        Every suspect and how it ended.
+    """
+    policy = policy or ConfirmationPolicy()
+    rng = np.random.default_rng(series.draw_seed)
+    kept: list[int] = []  # commits whose nightly run is in the series
+    suspects: list[Suspect] = []
+    for night in range(len(series.values)):
+        kept.append(night)
+        if len(kept) < 2:
+            continue
+        detection = detect_changes(
+            [[series.values[index]] for index in kept], threshold_pct=threshold_pct, config=config
+        )
+        prior = series_prior(detection, prior_dof)
+        refuted: set[int] = set()
+        reported = {(kept[change.index], _direction(change)) for change in detection.changes}
+        for change in detection.changes:
+            first_bad = kept[change.index]
+            direction = _direction(change)
+            if _matches(suspects, first_bad, direction, reported):
+                continue
+            plan = plan_change(change, can_rerun=True, policy=policy)
+            if plan.action is not ChangeAction.CONFIRM or plan.last_good_index is None:
+                continue
+            last_good = kept[plan.last_good_index]
+            outcome, rounds, stats = confirm(
+                series,
+                last_good=last_good,
+                first_bad=first_bad,
+                night=night,
+                regression=direction > 0,
+                prior=prior,
+                policy=policy,
+                rng=rng,
+                threshold_pct=threshold_pct,
+            )
+            suspects.append(
+                Suspect(
+                    first_bad=first_bad,
+                    last_good=last_good,
+                    direction=direction,
+                    night=night,
+                    detected_pct=change.change_pct,
+                    established=change.established,
+                    outcome=outcome,
+                    rounds=rounds,
+                    paired_pct=stats.change_pct if stats else None,
+                    ci_low_pct=stats.ci_low_pct if stats else None,
+                    ci_high_pct=stats.ci_high_pct if stats else None,
+                )
+            )
+            if outcome is ConfirmationOutcome.REFUTED:
+                refuted.add(first_bad)
+        kept = [index for index in kept if index not in refuted]
+    return StreamOutcome(suspects=tuple(suspects), points=len(series.values))
