@@ -139,14 +139,18 @@ def record_job(*, session: Session, job: Job, run: Run | None, now: dt.datetime)
     step = next((step for step in alert.bisection_steps if step.job_id == job.id), None)
     if step is None or step.outcome != "pending":
         return
-    if run is not None and run.status is RunStatus.OK and run.denoise_step_ms:
-        values = _measured(session, alert, step.commit)
+    values = _measured(session, alert, step.commit)
+    if run is not None and run.status is RunStatus.OK and run.denoise_step_ms and values:
         if not _classify(alert, step, values, note=f"run {run.id}"):
             _pair(session, alert, step)
             session.flush()
             return
     else:
-        reason = (run.failure_reason if run is not None else None) or job.failure_reason or job.state.value
+        reason = (
+            (run.excluded_reason or run.failure_reason if run is not None else None)
+            or job.failure_reason
+            or job.state.value
+        )
         step.outcome = "skipped"
         step.note = f"could not measure: {reason}"[:2000]
     session.flush()

@@ -189,7 +189,10 @@ def judge_confirmation(
             )
         # Every arm failed: builds or runs that fail do not start working with more rounds.
         return ConfirmationJudgement(
-            ConfirmationOutcome.TOO_NOISY, scheduled, None, f"no usable round in {scheduled}: nothing measured"
+            ConfirmationOutcome.TOO_NOISY,
+            scheduled,
+            None,
+            f"no usable round in {scheduled}: nothing measured",
         )
     stats = compare_rounds(rounds, threshold_pct=threshold_pct, prior=prior, confidence=policy.confidence)
     way = "slower" if regression else "faster"

@@ -234,6 +234,8 @@ def run_rows(
         "sources": list(result.sources),
         "measured_at": result.measured_at,
         "excluded_reason": None,
+        "measurement_flag": None,
+        "rerun_job_id": None,
         "created_at": created_at,
     }
     if result.status == "ok" and result.step_times_ms:
