@@ -13,7 +13,9 @@ from tests.web.dashboard_data import CASE, HOSTILE_TITLE, NIGHTLY_CASE
 
 
 def _alert(dashboard: Dashboard, case: str) -> dict[str, Any]:
-    [alert] = httpx.get(dashboard.url + "/api/v1/alerts", params={"case": case}).json()
+    """The case's regression (a nightly series also has the confirmed improvement that fixed it)."""
+    params = {"case": case, "direction": "regression"}
+    [alert] = httpx.get(dashboard.url + "/api/v1/alerts", params=params).json()
     return dict(alert)
 
 
@@ -43,7 +45,7 @@ def test_alert_list_orders_escapes_and_fits_a_phone(dashboard: Dashboard, page: 
     assert page.evaluate("typeof window.pwned") == "undefined"
     shoot(page, "alerts")
     page.goto(dashboard.url + f"/alerts?case={NIGHTLY_CASE}&hardware=H200")
-    assert page.locator("#alerts tbody tr").count() == 1
+    assert page.locator("#alerts tbody tr").count() == 2  # the regression and the improvement that fixed it
     assert page.locator("select[name=case]").input_value() == NIGHTLY_CASE
     _fits(page)
     assert page.console_errors == []
@@ -56,6 +58,9 @@ def test_alert_page_shows_chart_bisection_and_no_forms_when_anonymous(
     page.goto(f"{dashboard.url}/alerts/{alert['id']}")
     page.wait_for_selector("#alert-chart .main-svg")
     assert page.locator("#bisection tbody tr").count() >= 2
+    # The paired rounds that confirmed it: last good against first bad, round by round.
+    assert page.locator("#confirmation-rounds tbody tr").count() >= 2
+    assert "confirmed by" in page.locator("#confirmation").inner_text()
     assert "Wrap the fused RMSNorm in torch._dynamo.disable" in page.locator("#culprit").inner_text()
     assert page.locator("form.triage-form").count() == 0
     assert "Sign in" in page.locator("#triage").inner_text()
