@@ -58,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="stream with confirmation through every N-th series (0: none; default 1, 3 with --quick)",
     )
+    parser.add_argument(
+        "--exclude-off-run",
+        action="store_true",
+        help="what-if: a refuted suspect excludes the nightly run farther from its paired arm "
+        "(last good or first bad), not always the first bad",
+    )
     args = parser.parse_args(argv)
     console = Console(width=200)
     errors = Console(stderr=True)
@@ -72,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         evaluation = evaluate(
             dataset,
             streaming=not (args.no_streaming or args.quick),
-            confirmation=StreamPlan(every=every, prior_dof=args.prior_dof),
+            confirmation=StreamPlan(
+                every=every, prior_dof=args.prior_dof, exclude_off_run=args.exclude_off_run
+            ),
             workers=args.workers,
             progress=lambda done: progress.advance(task, done),
         )
@@ -95,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.prior_dof is None
             else f"the series' noise (detection's estimate), at most {args.prior_dof} degrees of freedom"
         )
+        if args.exclude_off_run:
+            prior += "; what-if: a refutation excludes the nightly run farther from its paired arm"
         stream_tables(console, evaluation.stream, evaluation.stream_series, prior)
     console.print()
     recall_table(console, scores)

@@ -25,6 +25,9 @@ has a run in the series (a refuted run is not a level to compare with).
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,6 +105,15 @@ def _matches(suspects: list[Suspect], first_bad: int, direction: int, reported: 
     return False
 
 
+def _off_run(series: LabelledSeries, last_good: int, first_bad: int, rounds: Sequence[RoundValues]) -> int:
+    """The commit whose nightly run lies farther from its arm's mean in the paired rounds (logs)."""
+    base = statistics.fmean(math.log(pair.base) for pair in rounds)
+    head = statistics.fmean(math.log(pair.head) for pair in rounds)
+    good_off = abs(math.log(series.values[last_good]) - base)
+    bad_off = abs(math.log(series.values[first_bad]) - head)
+    return last_good if good_off > bad_off else first_bad
+
+
 def series_prior(detection: Detection, prior_dof: int | None) -> NoisePrior | None:
     """The prior handed to the judgement: the series' noise, weighted by at most ``prior_dof``."""
     if prior_dof is None or detection.noise is None:
@@ -120,8 +132,8 @@ def confirm(
     policy: ConfirmationPolicy,
     rng: np.random.Generator,
     threshold_pct: float = THRESHOLD_PCT,
-) -> tuple[ConfirmationOutcome, int, ComparisonStats | None]:
-    """Draw and judge paired rounds on ``night`` until final: the outcome, rounds drawn, statistics."""
+) -> tuple[ConfirmationOutcome, list[RoundValues], ComparisonStats | None]:
+    """Draw and judge paired rounds on ``night`` until final: the outcome, the rounds, statistics."""
     rounds: list[RoundValues] = []
     scheduled = policy.initial_rounds
     while True:
@@ -136,7 +148,7 @@ def confirm(
             policy=policy,
         )
         if judgement.outcome is not ConfirmationOutcome.MORE_ROUNDS:
-            return judgement.outcome, len(rounds), judgement.stats
+            return judgement.outcome, rounds, judgement.stats
         if judgement.rounds_wanted <= scheduled:
             raise RuntimeError(f"more rounds asked without more scheduled: {judgement.reason}")
         scheduled = judgement.rounds_wanted
@@ -149,6 +161,7 @@ def stream_with_confirmation(
     policy: ConfirmationPolicy | None = None,
     config: DetectorConfig | None = None,
     threshold_pct: float = THRESHOLD_PCT,
+    exclude_off_run: bool = False,
 ) -> StreamOutcome:
     """Walk ``series`` night by night with detection and paired confirmation, as the service would.
 
@@ -164,6 +177,9 @@ def stream_with_confirmation(
         Detector settings (defaults when omitted).
     threshold_pct
         The model's threshold, for detection and for the judgement.
+    exclude_off_run
+        What-if, not the service: a refuted suspect excludes whichever nightly run (last good or
+        first bad) lies farther from its own arm's paired level, instead of always the first bad.
 
     Returns
     -------
@@ -213,13 +229,13 @@ def stream_with_confirmation(
                     detected_pct=change.change_pct,
                     established=change.established,
                     outcome=outcome,
-                    rounds=rounds,
+                    rounds=len(rounds),
                     paired_pct=stats.change_pct if stats else None,
                     ci_low_pct=stats.ci_low_pct if stats else None,
                     ci_high_pct=stats.ci_high_pct if stats else None,
                 )
             )
             if outcome is ConfirmationOutcome.REFUTED:
-                refuted.add(first_bad)
+                refuted.add(_off_run(series, last_good, first_bad, rounds) if exclude_off_run else first_bad)
         kept = [index for index in kept if index not in refuted]
     return StreamOutcome(suspects=tuple(suspects), points=len(series.values))

@@ -61,6 +61,7 @@ class StreamPlan:
 
     every: int = 1
     prior_dof: int | None = PRIOR_DOF
+    exclude_off_run: bool = False  # what-if: see confirming.stream_with_confirmation
 
 
 @dataclass(slots=True)
@@ -74,7 +75,7 @@ class Evaluation:
 
 
 def _evaluate(
-    series: LabelledSeries, names: Sequence[str], streaming: bool, confirming: bool, prior_dof: int | None
+    series: LabelledSeries, names: Sequence[str], streaming: bool, confirming: StreamPlan | None
 ) -> SeriesResult:
     available = {detector.name: detector.detect for detector in detectors() if detector.name in names}
     flags = {name: detect(series.values) for name, detect in available.items()}
@@ -89,7 +90,13 @@ def _evaluate(
             found, used = perftrack_delay_with_reruns(series, change)
             delays[RERUN_NAME].append(found)
             reruns += used
-    stream = stream_with_confirmation(series, prior_dof=prior_dof) if confirming else None
+    stream = (
+        stream_with_confirmation(
+            series, prior_dof=confirming.prior_dof, exclude_off_run=confirming.exclude_off_run
+        )
+        if confirming is not None
+        else None
+    )
     return SeriesResult(flags=flags, delays=delays, reruns=reruns, stream=stream)
 
 
@@ -109,8 +116,11 @@ def evaluate(
         RERUN_NAME, "perftrack, a suspect newest commit re-run once (streaming only)"
     )
     plan = confirmation or StreamPlan()
-    confirming = [plan.every > 0 and number % plan.every == 0 for number in range(len(dataset))]
-    evaluation = Evaluation(list(scores.values()), 0, StreamTally(), sum(confirming))
+    confirming = [
+        plan if plan.every > 0 and number % plan.every == 0 else None for number in range(len(dataset))
+    ]
+    streamed = sum(item is not None for item in confirming)
+    evaluation = Evaluation(list(scores.values()), 0, StreamTally(), streamed)
     with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         results = pool.map(
             _evaluate,
@@ -118,7 +128,6 @@ def evaluate(
             [names] * len(dataset),
             [streaming] * len(dataset),
             confirming,
-            [plan.prior_dof] * len(dataset),
             chunksize=2,
         )
         for series, result in zip(dataset, results, strict=True):

@@ -108,3 +108,10 @@ def _median_of_steps(log_level: float, count: int, rng: np.random.Generator) -> 
     times[slow] *= 1.0 + SLOW_STEP_SCALE * (1.0 + rng.pareto(1.5, size=int(slow.sum())))
     times[0] *= rng.uniform(*COMPILE_FACTOR)
     return float(np.median(times))
+
+
+def nightly_runs(model: RunModel, rng: np.random.Generator) -> list[float]:
+    """One run a night, each of the commit that landed that night (for hand-built series)."""
+    return [
+        model.arm(night, night, model.round_load(night, rng), rng) for night in range(len(model.code_level))
+    ]
