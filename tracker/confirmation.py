@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import statistics
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -41,9 +42,10 @@ from tracker.models import (
     RunStatus,
     Verdict,
 )
+from tracker.series_state import load_series_runs
 from tracker.vcs import ensure_candidate
 
-__all__ = ["POLICY", "confirmation_of", "settle_confirmation", "start_confirmation"]
+__all__ = ["POLICY", "confirmation_of", "odd_side", "settle_confirmation", "start_confirmation"]
 
 POLICY = ConfirmationPolicy()
 _FINISHED = (ComparisonState.DONE, ComparisonState.FAILED, ComparisonState.CANCELLED)
@@ -140,45 +142,100 @@ def _confirm(session: Session, alert: Alert, note: str, now: dt.datetime) -> Non
     record(alert, reason=f"the fix of alert {undone.id}", now=now, to_status=AlertStatus.EXPECTED)
 
 
-def _refute(session: Session, alert: Alert, note: str, now: dt.datetime) -> None:
-    """Refuted: the suspect's own series runs that stood at the new level leave detection."""
-    suspect_runs = session.scalars(
-        select(Run)
-        .join(Candidate, Candidate.id == Run.candidate_id)
-        .outerjoin(Job, Job.id == Run.job_id)
-        .where(
-            Run.case_id == alert.case_id,
-            Run.hardware_kind_id == alert.hardware_kind_id,
-            Run.commit_id == alert.first_bad_commit_id,
-            Run.status == RunStatus.OK,
-            Run.excluded_reason.is_(None),
-            Candidate.patch_count == 0,
-            Job.comparison_id.is_(None),  # the paired rounds are evidence, not series points
+def odd_side(*, last_good: float, earlier: list[float], before: float, after: float) -> str:
+    """Which nightly run a refuted suspect rests on: ``"first_bad"`` or ``"last_good"``.
+
+    Paired rounds said the two commits measure alike, so one of the two nightly runs that made the
+    step was off. The last good commit's run is the odd one when it stands apart from the commits
+    before it, nearer the suspect's level than its own predecessors' (a bad night just before a
+    normal one makes the normal one look like a change); otherwise the first bad commit's run is.
+    Plain numbers (ms), no database: ``earlier`` are the medians of the commits before the last good.
+    """
+    if not earlier or before <= 0 or after <= 0 or last_good <= 0:
+        return "first_bad"
+    step = math.log(after / before)
+    reference = statistics.median(earlier)
+    if step == 0 or reference <= 0:
+        return "first_bad"
+    # How far the last good run sits from its predecessors, in the direction of the suspect's
+    # "before" level away from its "after" level (the last good run is "before" here).
+    drift = math.log(last_good / reference)
+    return "last_good" if abs(drift) >= abs(step) / 2 and (drift > 0) == (step < 0) else "first_bad"
+
+
+def _series_runs(session: Session, alert: Alert, commit_id: int | None) -> list[Run]:
+    """A commit's counted series runs on the alert's series (not the paired rounds, not excluded)."""
+    return list(
+        session.scalars(
+            select(Run)
+            .join(Candidate, Candidate.id == Run.candidate_id)
+            .outerjoin(Job, Job.id == Run.job_id)
+            .where(
+                Run.case_id == alert.case_id,
+                Run.hardware_kind_id == alert.hardware_kind_id,
+                Run.commit_id == commit_id,
+                Run.status == RunStatus.OK,
+                Run.excluded_reason.is_(None),
+                Run.denoise_step_ms > 0,
+                Candidate.patch_count == 0,
+                Job.comparison_id.is_(None),  # the paired rounds are evidence, not series points
+            )
+            .order_by(Run.id)
         )
-        .order_by(Run.id)
-    ).all()
-    before = alert.before_value
-    step = math.log(alert.after_value / before) if alert.after_value != before else 0.0
+    )
+
+
+def _earlier_levels(session: Session, alert: Alert, window: int = 5) -> list[float]:
+    """Medians of the (up to ``window``) series commits measured before the last good commit."""
+    commits = load_series_runs(session=session, case=alert.case, hardware=alert.hardware_kind)
+    positions = [index for index, entry in enumerate(commits) if entry.commit.id == alert.last_good_commit_id]
+    if not positions:
+        return []
+    start = positions[0]
+    return [
+        statistics.median(run.value for run in entry.runs)
+        for entry in commits[max(0, start - window) : start]
+    ]
+
+
+def _refute(session: Session, alert: Alert, note: str, now: dt.datetime) -> None:
+    """Refuted: the nightly run that made the false step leaves detection (:func:`odd_side`)."""
+    before, after = alert.before_value, alert.after_value
+    good_runs = _series_runs(session, alert, alert.last_good_commit_id)
+    side = "first_bad"
+    if good_runs:
+        last_good = statistics.median(run.denoise_step_ms or 0.0 for run in good_runs)
+        side = odd_side(
+            last_good=last_good, earlier=_earlier_levels(session, alert), before=before, after=after
+        )
     excluded = []
-    for run in suspect_runs:
-        value = run.denoise_step_ms
-        if not value or step == 0 or math.log(value / before) / step < 0.5:
-            continue
+    if side == "last_good":
+        odd = good_runs
+        why = "the last good commit's run stood apart from the commits before it"
+    else:
+        step = math.log(after / before) if after != before else 0.0
+        odd = [
+            run
+            for run in _series_runs(session, alert, alert.first_bad_commit_id)
+            if step != 0 and math.log((run.denoise_step_ms or before) / before) / step >= 0.5
+        ]
+        why = "the first bad commit's run stood at the suspect's level"
+    for run in odd:
         run.excluded_reason = f"outlier: refuted by paired rounds (alert {alert.id}): {note}"[:2000]
-        excluded.append({"run_id": run.id, "runner_id": run.runner_id, "value": value})
-    alert.evidence = {**alert.evidence, "outlier_runs": excluded}
+        excluded.append({"run_id": run.id, "runner_id": run.runner_id, "value": run.denoise_step_ms})
+    alert.evidence = {**alert.evidence, "outlier_runs": excluded, "outlier_side": side}
     alert.confirmation = AlertConfirmation.REFUTED
     alert.confirmed = False
-    names = _runner_names(session, [run.runner_id for run in suspect_runs])
+    names = _runner_names(session, [run.runner_id for run in odd])
     listing = (
         ", ".join(
             f"run {entry['run_id']} on {names.get(entry['runner_id'], 'an import')}" for entry in excluded
         )
-        or "none stood at the new level"
+        or "none stood apart"
     )
     record(
         alert,
-        reason=f"{note}; left out of detection: {listing}",
+        reason=f"{note}; left out of detection ({why}): {listing}",
         now=now,
         to_status=AlertStatus.INVALID,
     )
