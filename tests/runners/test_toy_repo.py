@@ -53,6 +53,26 @@ def test_main_holds_the_scripted_history(toy: ToyRepository) -> None:
     assert "offload-during-compile" in toy.commit("10-offload-during-compile").needs_flags
 
 
+def test_both_regressions_are_on_main_before_either_fix_lands(toy: ToyRepository) -> None:
+    # A pull-request comparison based on the commit before the first fix lands sees both
+    # regressions in its base: #101 then improves the compile case, #101 and #102 the offload case.
+    position = {c.sha: index for index, c in enumerate(toy.commits)}
+    regressions = [position[c.sha] for c in toy.of_kind(ChangeKind.REGRESSION)]
+    fixes = [position[c.sha] for c in toy.of_kind(ChangeKind.FIX)]
+    assert max(regressions) < min(fixes)
+    assert [toy.commits[i].source for i in fixes] == ["12-custom-op-layernorm", "13-dynamo-reset"]
+    base = toy.commits[min(fixes) - 1]
+    assert base.source == "11-digest-log-line"
+    for pull_request in toy.pull_requests:
+        assert position[pull_request.base_sha] < position[base.sha]
+
+
+def test_source_directories_sort_in_history_order() -> None:
+    sources = [step.source for step in MAIN]
+    assert sources == sorted(sources)
+    assert len(set(sources)) == len(sources)
+
+
 def test_checkout_is_main_and_clean(toy: ToyRepository) -> None:
     assert git(toy.path, "symbolic-ref", "HEAD") == "refs/heads/main"
     assert git(toy.path, "rev-parse", "HEAD") == toy.head_sha
@@ -65,15 +85,16 @@ def test_incidents_are_in_the_code(toy: ToyRepository) -> None:
         return git(toy.path, "show", f"{toy.commit(commit).sha}:{path}")
 
     assert "@torch._dynamo.disable" in source("04-fused-layernorm", "toydit/kernels.py")
-    fixed = source("07-custom-op-layernorm", "toydit/kernels.py")
+    fixed = source("12-custom-op-layernorm", "toydit/kernels.py")
     assert "torch.library.custom_op" in fixed
     assert "register_fake" in fixed
     assert "enable_offload(pipeline.transformer.blocks)" in source(
         "10-offload-during-compile", "toydit/generate.py"
     )
     assert "@torch.compiler.disable" in source("10-offload-during-compile", "toydit/offload.py")
-    assert "torch._dynamo.reset()" in source("12-dynamo-reset", "toydit/offload.py")
-    assert "torch._dynamo.reset()" not in source("11-digest-log-line", "toydit/offload.py")
+    assert "torch._dynamo.reset()" in source("13-dynamo-reset", "toydit/offload.py")
+    assert "torch._dynamo.reset()" not in source("12-custom-op-layernorm", "toydit/offload.py")
+    assert "@torch._dynamo.disable" in source("11-digest-log-line", "toydit/kernels.py")
 
 
 def test_shas_are_the_same_everywhere(toy: ToyRepository, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
 from collections.abc import Sequence
 
@@ -74,6 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     # torch warns at import when NumPy is missing; the toy never converts to NumPy.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    # Inductor validates each vector ISA the CPU reports by building a probe library and loading
+    # it in a child Python: about a second of CPU in every process, warm cache or not. The CPU's
+    # flags, which it reads anyway, are enough here. Must be set before torch is imported.
+    os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
     # Imported here so that `--help` and flag errors answer before torch is imported.
     from .generate import generate
 

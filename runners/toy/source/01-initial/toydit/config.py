@@ -12,7 +12,7 @@ class ModelConfig:
     text_tokens: int = 16  # prompts are cut or padded to this many bytes
     text_dim: int = 64
     width: int = 64
-    depth: int = 16
+    depth: int = 4  # each block adds Dynamo tracing time to every run
     heads: int = 2
     mlp_ratio: int = 4
     latent_channels: int = 16

@@ -1,9 +1,9 @@
-"""Layerwise offload of the DiT: each block's weights are loaded just before the block runs.
+"""Layerwise offload of the DiT: each layer of a block has its weights loaded just before it runs.
 
 On a GPU the weights live in host memory and a forward pre-hook copies them to the device; on the
-CPU the hook copies them from a host copy into the block's own parameters, the same kind of memory
-traffic. The hook moves data and must not be traced: it runs outside torch.compile
-(``torch.compiler.disable``).
+CPU the hook copies them from a host copy into the layer's own parameters, the same kind of memory
+traffic. The hooks sit on the layers that own weights (the blocks' linear projections). A hook
+moves data and must not be traced: it runs outside torch.compile (``torch.compiler.disable``).
 """
 
 from __future__ import annotations
@@ -17,20 +17,30 @@ _HANDLES = "_offload_handles"
 
 
 @torch.compiler.disable  # type: ignore[untyped-decorator]
-def load_block_weights(block: nn.Module, args: tuple[object, ...]) -> None:
-    """Forward pre-hook: copy the block's weights from their host copy into place."""
-    host: dict[str, torch.Tensor] = getattr(block, _HOST)
+def load_layer_weights(layer: nn.Module, args: tuple[object, ...]) -> None:
+    """Forward pre-hook: copy the layer's weights from their host copy into place."""
+    host: dict[str, torch.Tensor] = getattr(layer, _HOST)
     with torch.no_grad():
-        for name, parameter in block.named_parameters():
+        for name, parameter in layer.named_parameters(recurse=False):
             parameter.copy_(host[name])
 
 
+def weight_layers(blocks: nn.ModuleList) -> list[nn.Module]:
+    """The modules inside the blocks that own parameters themselves, in call order."""
+    return [
+        module
+        for block in blocks
+        for module in block.modules()
+        if next(module.parameters(recurse=False), None) is not None
+    ]
+
+
 def enable_offload(blocks: nn.ModuleList) -> None:
-    """Keep a host copy of every block's weights and load it before the block runs."""
+    """Keep a host copy of every layer's weights and load it before the layer runs."""
     handles: list[RemovableHandle] = []
-    for block in blocks:
-        setattr(block, _HOST, {name: p.detach().clone() for name, p in block.named_parameters()})
-        handles.append(block.register_forward_pre_hook(load_block_weights))
+    for layer in weight_layers(blocks):
+        setattr(layer, _HOST, {name: p.detach().clone() for name, p in layer.named_parameters(recurse=False)})
+        handles.append(layer.register_forward_pre_hook(load_layer_weights))
     setattr(blocks, _HANDLES, handles)
 
 
