@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -41,7 +41,10 @@ class DetectorConfig:
     ``threshold_margin_z`` and ``threshold_margin_share`` say how far below the threshold an
     estimate may fall and still count (its standard errors, and a share of the threshold at most);
     ``excursion_chance`` is how many look-alike departures chance may be expected to give before a
-    short excursion is no longer believed (see :mod:`tracker.excursions`).
+    short excursion is no longer believed (see :mod:`tracker.excursions`). ``suspect_z`` is the
+    gate of the newest commit as a *suspect* against the level just before it, measured against
+    the model's threshold rather than the noise-raised one: paired rounds settle every suspect, so
+    a suspect may be raised on weaker evidence than an established change (``z_crit``).
     """
 
     window: int = 20
@@ -55,6 +58,7 @@ class DetectorConfig:
     threshold_margin_z: float = 1.645
     threshold_margin_share: float = 0.15
     excursion_chance: float = 0.05
+    suspect_z: float = 2.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +123,13 @@ class SeriesLevels:
     sigma: float
     threshold: float  # the threshold as a shift of ln(value)
     config: DetectorConfig
+    model_threshold: float | None = None  # the model's own threshold (ln), when the noise raised it
+
+    def for_suspects(self) -> SeriesLevels:
+        """The series judged against the model's threshold, for suspects that paired rounds settle."""
+        if self.model_threshold is None or self.model_threshold >= self.threshold:
+            return self
+        return replace(self, threshold=self.model_threshold)
 
     def reaches(self, shift: float, error: float, *, capped: bool = True) -> bool:
         """Whether a shift reaches the threshold, allowing ``threshold_margin_z`` of its own error

@@ -180,7 +180,7 @@ def _detect_with_noise(
     runs: list[tuple[float, ...]], noise: NoiseEstimate, floors: list[float], config: DetectorConfig
 ) -> tuple[tuple[Change, ...], tuple[int, ...], float]:
     threshold = max([*floors, noise_threshold_pct(noise.cv_pct, config)])
-    changes, outliers = _with_noise(runs, noise.sigma, threshold, config)
+    changes, outliers = _with_noise(runs, noise.sigma, threshold, config, suspect_threshold=max(floors))
     return changes, outliers, threshold
 
 
@@ -218,7 +218,12 @@ def _single_run_changes(runs: list[tuple[float, ...]], threshold: float) -> list
 
 
 def _with_noise(
-    runs: list[tuple[float, ...]], sigma: float, threshold: float, config: DetectorConfig
+    runs: list[tuple[float, ...]],
+    sigma: float,
+    threshold: float,
+    config: DetectorConfig,
+    *,
+    suspect_threshold: float,
 ) -> tuple[tuple[Change, ...], tuple[int, ...]]:
     series = SeriesLevels(
         levels=np.log(np.array([statistics.median(values) for values in runs])),
@@ -226,6 +231,7 @@ def _with_noise(
         sigma=sigma,
         threshold=math.log1p(threshold / 100.0),
         config=config,
+        model_threshold=math.log1p(suspect_threshold / 100.0),
     )
     levels, window = series.levels, config.window
     splits = sorted(segment_levels(series), key=lambda split: split.index)
@@ -307,18 +313,23 @@ def _relevel(series: SeriesLevels, changes: list[Change]) -> list[Change]:
 def _tail_suspect(series: SeriesLevels, changes: list[Change], outliers: set[int]) -> Change | None:
     """The newest commit against the level just before it, when nothing else speaks for it.
 
-    Segments need ``min_after`` commits and excursions are judged against a wider level, so right
-    after a short-lived level (two nights of a speed-up, then a regression) the newest run can
-    look ordinary against the older level while it is far from the recent one. Compared with the
-    last few commits (not reaching back across a change), it is a suspect for a re-run to settle.
+    Segments need ``min_after`` commits and excursions are judged against a wider level, so the
+    newest run (a one-night regression, or the first night of a lasting one) can only be a suspect
+    here. Compared with the last few commits (not reaching back across a change), it is a suspect
+    for paired rounds to settle, raised at ``suspect_z`` against the *model's* threshold: a noisy
+    series' own threshold (what a full window can tell from noise) would hide a 5 % one-night
+    regression at 2 % noise, which paired rounds can still confirm. A suspect costs rounds, never
+    an alert on its own.
     """
     levels, runs, config = series.levels, series.runs, series.config
+    gate = series.for_suspects()
     last = len(levels) - 1
     if last < 1 or any(change.index >= last for change in changes):
         return None
-    start = max([0, last - config.min_after, *(change.index for change in changes)])
-    # The recent level: the commit before the newest, and those before it that share its level
-    # (a level that moved without being recognised yet must not be mixed in).
+    start = max([0, last - config.window, *(change.index for change in changes)])
+    # The recent level: the commit before the newest, and those before it (up to a window) that
+    # share its level (a level that moved without being recognised yet must not be mixed in). A
+    # level from a few commits only would make the newest run's z too noisy to gate on.
     recent = [last - 1]
     for index in range(last - 2, start - 1, -1):
         if index in outliers:
@@ -330,16 +341,18 @@ def _tail_suspect(series: SeriesLevels, changes: list[Change], outliers: set[int
     shift = float(levels[last]) - level
     error = series.sigma * math.sqrt(1.0 / len(runs[last]) + HL_VARIANCE_FACTOR / len(recent))
     z = shift / error
-    if abs(z) < config.z_crit or not series.reaches(shift, error):
+    if abs(z) < config.suspect_z or not gate.reaches(shift, error):
         return None
     # The commit just before must agree: a newest run at the level of its neighbour is that
     # neighbour's level going on (a change not yet recognised), not a change of its own.
     step = float(levels[last] - levels[last - 1])
     step_error = series.sigma * math.sqrt(1.0 / len(runs[last]) + 1.0 / len(runs[last - 1]))
-    if (step > 0) != (shift > 0) or not series.reaches(step, step_error):
+    if (step > 0) != (shift > 0) or not gate.reaches(step, step_error):
         return None
     reference = math.exp(level)
-    established = runs_stand_apart(runs[last], reference, shift, log_shift_pct(series.threshold))
+    established = abs(z) >= config.z_crit and runs_stand_apart(
+        runs[last], reference, shift, log_shift_pct(series.threshold)
+    )
     return Change(
         index=last,
         before=reference,

@@ -8,10 +8,12 @@ them with drawn re-runs. Both therefore score and act on exactly the same rules:
   it (imported results); otherwise it is a *suspect*, confirmed first by paired rounds of its
   last good and first bad commits (A B A B …, a fresh process each, on one runner).
 * :func:`judge_confirmation`: the paired rounds' interval (:func:`tracker.abstats.compare_rounds`)
-  decides. **Confirmed** only when the whole interval lies beyond the threshold in the suspect's
-  direction; **refuted** when it lies short of the threshold in that direction (the rounds rule
-  out a change that large); otherwise more rounds, up to a cap, then **too noisy** — never
-  confirmed. Drift during the rounds cancels out because the arms alternate.
+  decides, read as one-sided bounds at 95 % because the question is directional. **Confirmed**
+  only when the bound nearest zero lies beyond the threshold in the suspect's direction, with or
+  without the round most in that direction (one bad run never confirms); **refuted** when the far
+  bound lies short of the threshold (the rounds rule out a change that large); otherwise more
+  rounds (2 → 4 → 8 → 16), then **too noisy** — never confirmed. The noise prior counts as at
+  most four degrees of freedom. Drift during the rounds cancels out because the arms alternate.
 * :func:`bisect_call`: a bisection step's good/bad call. One run decides when it lies clearly on
   one side of the midpoint given the series' noise; otherwise paired rounds of the commit against
   the range's last good commit decide where its level lies.
@@ -63,19 +65,39 @@ class ConfirmationOutcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ConfirmationPolicy:
-    """How many paired rounds a confirmation starts with, and the cap it may grow to.
+    """How many paired rounds a confirmation starts with, the cap it may grow to, and its bounds.
 
-    Rounds double while the interval is inconclusive (2 → 4 → 8), as comparisons do; a
-    clear change of several times the noise is settled by the first two.
+    Rounds double while the judgement is inconclusive (2 → 4 → 8 → 16): a clear change of several
+    times the noise is settled by the first two, a change near the threshold on a noisy machine
+    needs the cap. ``confidence`` is the coverage of the **one-sided** bound in the suspect's
+    direction that confirmation and refutation compare with the threshold (bisection steps use it
+    as a two-sided interval). ``max_prior_dof`` caps the weight of the noise prior: a prior from a
+    long history is robust to bad runs, a round's ratio is not, so the rounds' own spread must
+    keep its say.
     """
 
     initial_rounds: int = 2
-    max_rounds: int = 8
+    max_rounds: int = 16
     confidence: float = 0.95
+    max_prior_dof: int = 4
 
     def __post_init__(self) -> None:
         if not 1 <= self.initial_rounds <= self.max_rounds:
             raise ValueError("need 1 <= initial_rounds <= max_rounds")
+        if not 0.5 < self.confidence < 1:
+            raise ValueError("need 0.5 < confidence < 1")
+        if self.max_prior_dof < 0:
+            raise ValueError("max_prior_dof must not be negative")
+
+    def grown(self, scheduled: int) -> int:
+        """Rounds in all after the next growth step from ``scheduled`` (at most the cap)."""
+        return min(max(2 * scheduled, self.initial_rounds), self.max_rounds)
+
+    def capped(self, prior: NoisePrior | None) -> NoisePrior | None:
+        """The prior with at most ``max_prior_dof`` degrees of freedom (``None`` when it has none)."""
+        if prior is None or prior.dof <= 0 or self.max_prior_dof == 0:
+            return None
+        return NoisePrior(noise_pct=prior.noise_pct, dof=min(prior.dof, self.max_prior_dof))
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +180,15 @@ def judge_confirmation(
 ) -> ConfirmationJudgement:
     """Judge a suspect from the paired rounds measured so far (base = last good, head = first bad).
 
+    The question is directional (is the first bad commit at least the threshold slower, or faster?),
+    so each end of the interval is read as a one-sided bound at ``policy.confidence``:
+
+    * **confirmed** when the bound nearest zero lies at or beyond the threshold in the suspect's
+      direction, *and still does without the round most in that direction* (one bad run must not
+      confirm: a round far from the others costs more rounds instead); never on a single round;
+    * **refuted** when the far bound lies short of the threshold (a change that large is ruled out);
+    * otherwise more rounds, doubling up to the cap, then **too noisy** (never confirmed).
+
     Parameters
     ----------
     rounds
@@ -169,19 +200,21 @@ def judge_confirmation(
     scheduled
         Rounds that exist so far (ended or not); the judgement asks for more only beyond these.
     prior
-        Per-run noise known from calibration or history, pooled with the rounds' own spread.
+        Per-run noise known from calibration or history, pooled with the rounds' own spread; it
+        counts as at most ``policy.max_prior_dof`` degrees of freedom, whatever it rests on.
     policy
-        Round counts.
+        Round counts, the bounds' confidence and the prior's weight.
 
     Returns
     -------
     ConfirmationJudgement
-        Confirmed, refuted, more rounds (and how many in all), or too noisy at the cap.
+        Confirmed, refuted, more rounds (and how many in all), or too noisy at the cap. ``stats``
+        is the paired estimate over every round with the interval whose ends are the one-sided
+        bounds (a two-sided ``2 * confidence - 1`` interval, 90 % by default).
     """
     policy = policy or ConfirmationPolicy()
     if threshold_pct <= 0:
         raise ValueError("threshold_pct must be positive")
-    grown = min(max(2 * scheduled, policy.initial_rounds), policy.max_rounds)
     if not rounds:
         if scheduled == 0:
             return ConfirmationJudgement(
@@ -194,49 +227,103 @@ def judge_confirmation(
             None,
             f"no usable round in {scheduled}: nothing measured",
         )
-    stats = compare_rounds(rounds, threshold_pct=threshold_pct, prior=prior, confidence=policy.confidence)
+    prior = policy.capped(prior)
+    stats = _bounded(rounds, threshold_pct, prior, policy)
     way = "slower" if regression else "faster"
-    if stats.ci_low_pct is None or stats.ci_high_pct is None:
-        beyond = short = False
-        interval = f"{stats.change_pct:+.2f} % (no interval yet)"
-    else:
-        interval = f"{stats.change_pct:+.2f} % [{stats.ci_low_pct:+.2f}, {stats.ci_high_pct:+.2f}]"
-        if regression:
-            beyond = stats.ci_low_pct >= threshold_pct
-            short = stats.ci_high_pct < threshold_pct
-        else:
-            beyond = stats.ci_high_pct <= -threshold_pct
-            short = stats.ci_low_pct > -threshold_pct
     count = f"{stats.rounds} paired round{'s' if stats.rounds != 1 else ''}"
-    if beyond:
+    level = f"{policy.confidence * 100:g} %"
+    bounds = _directional_bounds(stats, regression)
+    if bounds is None:
+        interval = f"{stats.change_pct:+.2f} % (no interval yet)"
+        beyond = short = False
+        held_by = ""
+    else:
+        near, far = bounds
+        interval = f"{stats.change_pct:+.2f} % [{stats.ci_low_pct:+.2f}, {stats.ci_high_pct:+.2f}]"
+        beyond = near >= threshold_pct
+        short = far < threshold_pct
+        held_by = _held_by_one_round(rounds, regression, threshold_pct, prior, policy) if beyond else ""
+    if beyond and not held_by:
         return ConfirmationJudgement(
             ConfirmationOutcome.CONFIRMED,
             scheduled,
             stats,
-            f"confirmed by {count}: {interval}, {way} beyond the {threshold_pct:g} % threshold",
+            f"confirmed by {count}: {interval}, {way} beyond the {threshold_pct:g} % threshold "
+            f"({level} one-sided bound), with or without its most {way} round",
         )
     if short:
         return ConfirmationJudgement(
             ConfirmationOutcome.REFUTED,
             scheduled,
             stats,
-            f"refuted by {count}: {interval} rules out a change of {threshold_pct:g} % {way}",
+            f"refuted by {count}: {interval} rules out a change of {threshold_pct:g} % {way} "
+            f"({level} one-sided bound)",
         )
+    why = held_by or f"crosses the {threshold_pct:g} % threshold"
     if scheduled < policy.max_rounds:
+        grown = policy.grown(scheduled)
         return ConfirmationJudgement(
             ConfirmationOutcome.MORE_ROUNDS,
             grown,
             stats,
-            f"inconclusive after {count}: {interval} crosses the {threshold_pct:g} % threshold; "
-            f"running {grown} rounds in all",
+            f"inconclusive after {count}: {interval} {why}; running {grown} rounds in all",
         )
     return ConfirmationJudgement(
         ConfirmationOutcome.TOO_NOISY,
         scheduled,
         stats,
-        f"unconfirmed, too noisy: {interval} after {count} (the cap) still crosses the "
-        f"{threshold_pct:g} % threshold",
+        f"unconfirmed, too noisy: {interval} after {count} (the cap) still {why}",
     )
+
+
+def _bounded(
+    rounds: Sequence[RoundValues], threshold_pct: float, prior: NoisePrior | None, policy: ConfirmationPolicy
+) -> ComparisonStats:
+    """The paired estimate with the interval whose ends are one-sided bounds at ``confidence``."""
+    return compare_rounds(
+        rounds, threshold_pct=threshold_pct, prior=prior, confidence=2.0 * policy.confidence - 1.0
+    )
+
+
+def _directional_bounds(stats: ComparisonStats, regression: bool) -> tuple[float, float] | None:
+    """The bounds as changes in the suspect's direction: (nearest zero, farthest), or ``None``."""
+    if stats.ci_low_pct is None or stats.ci_high_pct is None:
+        return None
+    if regression:
+        return stats.ci_low_pct, stats.ci_high_pct
+    return -stats.ci_high_pct, -stats.ci_low_pct
+
+
+def _held_by_one_round(
+    rounds: Sequence[RoundValues],
+    regression: bool,
+    threshold_pct: float,
+    prior: NoisePrior | None,
+    policy: ConfirmationPolicy,
+) -> str:
+    """Why a confirmation would rest on one round (empty when it does not).
+
+    The rounds are judged again without the one most in the suspect's direction: a bad run in the
+    head arm (or a lucky one in the base arm) lands there, and with a prior to keep the interval
+    narrow it could carry the estimate past the threshold on its own.
+    """
+    if len(rounds) < 2:
+        return "rests on a single round"
+
+    def toward(pair: RoundValues) -> float:
+        ratio = math.log(pair.head / pair.base)
+        return ratio if regression else -ratio
+
+    extreme = max(range(len(rounds)), key=lambda index: toward(rounds[index]))
+    others = [pair for index, pair in enumerate(rounds) if index != extreme]
+    rest = _bounded(others, threshold_pct, prior, policy)
+    bounds = _directional_bounds(rest, regression)
+    # Without a prior one round left has no interval; the full interval already carried the
+    # spread, so the other round's own estimate must then lie beyond the threshold.
+    near = bounds[0] if bounds is not None else (rest.change_pct if regression else -rest.change_pct)
+    if near >= threshold_pct:
+        return ""
+    return f"reaches the {threshold_pct:g} % threshold only with round {extreme + 1}"
 
 
 class BisectCall(StrEnum):
@@ -337,7 +424,7 @@ def bisect_call(
     span = math.log1p(span_pct / 100.0)
     if span == 0:
         raise ValueError("span_pct must not be zero")
-    grown = min(max(2 * scheduled, policy.initial_rounds), policy.max_rounds)
+    grown = policy.grown(scheduled)
     if len(rounds) < 2:
         if scheduled < policy.max_rounds:
             return BisectJudgement(BisectCall.MORE_ROUNDS, None, grown, "fewer than two usable rounds")

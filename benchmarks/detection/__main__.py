@@ -23,6 +23,7 @@ from benchmarks.detection.report import (
     recall_table,
     stream_tables,
 )
+from tracker.decisions import ConfirmationPolicy
 
 # --quick streams with confirmation through every third series (a third of every kind).
 QUICK_STREAM_EVERY = 3
@@ -59,10 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         help="stream with confirmation through every N-th series (0: none; default 1, 3 with --quick)",
     )
     parser.add_argument(
-        "--exclude-off-run",
+        "--exclude-first-bad",
         action="store_true",
-        help="what-if: a refuted suspect excludes the nightly run farther from its paired arm "
-        "(last good or first bad), not always the first bad",
+        help="what-if (the old rule): a refuted suspect always excludes the first bad commit's "
+        "nightly run, not the one farther from its paired arm",
     )
     args = parser.parse_args(argv)
     console = Console(width=200)
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             dataset,
             streaming=not (args.no_streaming or args.quick),
             confirmation=StreamPlan(
-                every=every, prior_dof=args.prior_dof, exclude_off_run=args.exclude_off_run
+                every=every, prior_dof=args.prior_dof, exclude_off_run=not args.exclude_first_bad
             ),
             workers=args.workers,
             progress=lambda done: progress.advance(task, done),
@@ -101,10 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         prior = (
             "none"
             if args.prior_dof is None
-            else f"the series' noise (detection's estimate), at most {args.prior_dof} degrees of freedom"
+            else f"the series' noise (detection's estimate, at most {args.prior_dof} degrees of freedom; "
+            f"the judgement weighs it as at most {ConfirmationPolicy().max_prior_dof})"
         )
-        if args.exclude_off_run:
-            prior += "; what-if: a refutation excludes the nightly run farther from its paired arm"
+        if args.exclude_first_bad:
+            prior += "; what-if: a refutation always excludes the first bad commit's run"
         stream_tables(console, evaluation.stream, evaluation.stream_series, prior)
     console.print()
     recall_table(console, scores)

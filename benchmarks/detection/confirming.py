@@ -6,9 +6,10 @@ Each series is walked night by night, as the service sees it. After night ``t``'
 2. every change it reports (established or a suspect) that is **new** becomes a suspect. It is
    not new, as in the service's alert matching (``tracker.alerts._matching_alert``, simplified to
    commits and directions), when a suspect in the same direction has the same first bad commit,
-   whatever its outcome; or when a *too noisy* one lies within ``MATCH_RADIUS`` commits and
-   detection no longer reports a change at that suspect's own commit (the change moved). Confirmed
-   and refuted suspects match only their own commit: paired rounds tied them to it, so a change
+   whatever its outcome (a refuted one only with the same last good commit: when the refutation
+   excluded the last good run, the first bad commit against an earlier one is a new question); or
+   when a *too noisy* one lies within ``MATCH_RADIUS`` commits and detection no longer reports a
+   change at that suspect's own commit (the change moved). Confirmed and refuted suspects match only their own commit: paired rounds tied them to it, so a change
    found next to one is another suspect (a load phase refuted at its first night is found again
    one night later, and refuted again);
 3. :func:`tracker.decisions.plan_change` plans it (everything here was measured by perftrack's
@@ -16,8 +17,10 @@ Each series is walked night by night, as the service sees it. After night ``t``'
    bad commits are drawn **on night t** (:func:`benchmarks.detection.runmodel.paired_round`) and
    judged by :func:`tracker.decisions.judge_confirmation` — adding rounds as ``rounds_wanted``
    asks, up to the policy's cap — until the judgement is final;
-4. confirmed: an alert at the first bad commit; refuted: that commit's nightly run leaves the
-   series from the next detection on; too noisy: an unconfirmed alert, never counted as confirmed.
+4. confirmed: an alert at the first bad commit; refuted: the nightly run farther from its own
+   arm's paired level (last good or first bad: the paired rounds say the two commits share one
+   level, not which nightly run was off) leaves the series from the next detection on; too noisy:
+   an unconfirmed alert, never counted as confirmed.
 
 Rounds are not series points. Last good is the newest commit before the first bad one that still
 has a run in the series (a refuted run is not a level to compare with).
@@ -36,6 +39,7 @@ from benchmarks.detection.dataset import LabelledSeries
 from benchmarks.detection.peers import THRESHOLD_PCT
 from benchmarks.detection.runmodel import paired_round
 from tracker.abstats import ComparisonStats, NoisePrior, RoundValues
+from tracker.calibration import MAX_PRIOR_DOF
 from tracker.changepoints import Change, Detection, DetectorConfig, detect_changes
 from tracker.decisions import (
     ChangeAction,
@@ -46,9 +50,10 @@ from tracker.decisions import (
 )
 
 MATCH_RADIUS = 3
-# The prior's weight: the series' noise counts as this many degrees of freedom at most (see
-# docs/detection.md: nightly noise is robust to bad runs, paired rounds are not).
-PRIOR_DOF = 4
+# The prior as the service hands it over (``tracker.calibration.series_noise_prior``): the series'
+# noise with its differences as degrees of freedom, at most this many. ``judge_confirmation`` caps
+# the weight it gives it (``ConfirmationPolicy.max_prior_dof``), for the service and here alike.
+PRIOR_DOF = MAX_PRIOR_DOF
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +94,20 @@ def _direction(change: Change) -> int:
     return 1 if change.is_regression else -1
 
 
-def _matches(suspects: list[Suspect], first_bad: int, direction: int, reported: set[tuple[int, int]]) -> bool:
-    """Whether a change at ``first_bad`` is a suspect already known (the service's matching)."""
+def _matches(
+    suspects: list[Suspect], first_bad: int, last_good: int, direction: int, reported: set[tuple[int, int]]
+) -> bool:
+    """Whether a change at ``first_bad`` is a suspect already known (the service's matching).
+
+    A refuted suspect whose *last good* run was the one excluded (the off run) no longer matches
+    its first bad commit: compared with an earlier last good commit it is a new question.
+    """
     for known in suspects:
         if known.direction != direction:
             continue
-        if known.first_bad == first_bad:
+        if known.first_bad == first_bad and (
+            known.outcome is not ConfirmationOutcome.REFUTED or known.last_good == last_good
+        ):
             return True
         if (
             known.outcome is ConfirmationOutcome.TOO_NOISY
@@ -115,7 +128,7 @@ def _off_run(series: LabelledSeries, last_good: int, first_bad: int, rounds: Seq
 
 
 def series_prior(detection: Detection, prior_dof: int | None) -> NoisePrior | None:
-    """The prior handed to the judgement: the series' noise, weighted by at most ``prior_dof``."""
+    """The prior handed to the judgement: the series' noise, with at most ``prior_dof`` degrees of freedom."""
     if prior_dof is None or detection.noise is None:
         return None
     return NoisePrior(noise_pct=detection.noise.cv_pct, dof=min(prior_dof, detection.noise.differences))
@@ -161,7 +174,7 @@ def stream_with_confirmation(
     policy: ConfirmationPolicy | None = None,
     config: DetectorConfig | None = None,
     threshold_pct: float = THRESHOLD_PCT,
-    exclude_off_run: bool = False,
+    exclude_off_run: bool = True,
 ) -> StreamOutcome:
     """Walk ``series`` night by night with detection and paired confirmation, as the service would.
 
@@ -178,8 +191,9 @@ def stream_with_confirmation(
     threshold_pct
         The model's threshold, for detection and for the judgement.
     exclude_off_run
-        What-if, not the service: a refuted suspect excludes whichever nightly run (last good or
-        first bad) lies farther from its own arm's paired level, instead of always the first bad.
+        A refuted suspect excludes whichever nightly run (last good or first bad) lies farther from
+        its own arm's paired level, as the service now does; ``False`` is the old rule (always the
+        first bad commit's run), kept as a what-if.
 
     Returns
     -------
@@ -203,12 +217,12 @@ def stream_with_confirmation(
         for change in detection.changes:
             first_bad = kept[change.index]
             direction = _direction(change)
-            if _matches(suspects, first_bad, direction, reported):
-                continue
             plan = plan_change(change, can_rerun=True, policy=policy)
             if plan.action is not ChangeAction.CONFIRM or plan.last_good_index is None:
                 continue
             last_good = kept[plan.last_good_index]
+            if _matches(suspects, first_bad, last_good, direction, reported):
+                continue
             outcome, rounds, stats = confirm(
                 series,
                 last_good=last_good,

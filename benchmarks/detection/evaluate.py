@@ -61,7 +61,7 @@ class StreamPlan:
 
     every: int = 1
     prior_dof: int | None = PRIOR_DOF
-    exclude_off_run: bool = False  # what-if: see confirming.stream_with_confirmation
+    exclude_off_run: bool = True  # False: the old rule, see confirming.stream_with_confirmation
 
 
 @dataclass(slots=True)
