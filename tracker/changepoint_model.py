@@ -126,10 +126,16 @@ class SeriesLevels:
     model_threshold: float | None = None  # the model's own threshold (ln), when the noise raised it
 
     def for_suspects(self) -> SeriesLevels:
-        """The series judged against the model's threshold, for suspects that paired rounds settle."""
-        if self.model_threshold is None or self.model_threshold >= self.threshold:
-            return self
-        return replace(self, threshold=self.model_threshold)
+        """The series judged against the model's threshold, for suspects that paired rounds settle.
+
+        A suspect's shift must reach that threshold itself (no margin for its error): paired rounds
+        confirm only a bound beyond the threshold, so a newest run short of it would cost rounds
+        for a change they could almost never confirm.
+        """
+        threshold = (
+            self.threshold if self.model_threshold is None else min(self.threshold, self.model_threshold)
+        )
+        return replace(self, threshold=threshold, config=replace(self.config, threshold_margin_z=0.0))
 
     def reaches(self, shift: float, error: float, *, capped: bool = True) -> bool:
         """Whether a shift reaches the threshold, allowing ``threshold_margin_z`` of its own error
