@@ -30,6 +30,7 @@ from runners.parsing.served import summarize_served
 from runners.payload import commit_body, measurement_body
 from runners.spool import Spool
 from runners.workloads.base import Workload, WorkloadContext, WorkloadResult
+from runners.workloads.quiet import QuietWait, wait_for_quiet
 
 logger = logging.getLogger("perftrack.runner")
 AGENT_VERSION = "0.1.0"
@@ -47,6 +48,9 @@ class AgentConfig:
     poll_interval_s: float = 10.0
     max_log_bytes: int = 8 * 1024 * 1024
     upload_backoff_s: float = 5.0
+    # CPU runners: before a benchmark starts, wait up to this long for other processes to leave
+    # the CPUs (0: start at once; GPU hosts share their CPUs between runners by design).
+    quiet_wait_s: float = 0.0
 
 
 @dataclass
@@ -197,8 +201,16 @@ class Agent:
         try:
             self._phase(job, "building")
             with self.builder.build(job.repository, job.candidate) as built:
+                waited = self._wait_for_quiet(job)
                 self._phase(job, "running")
                 result = self._run_workload(job, built, job_dir)
+                if waited is not None:
+                    conditions = result.environment.setdefault("conditions", {})
+                    conditions["quiet_wait"] = {
+                        "waited_s": round(waited.waited_s, 2),
+                        "busy_cores": None if waited.busy_cores is None else round(waited.busy_cores, 3),
+                        "quiet": waited.quiet,
+                    }
                 commit = commit_info(built.path, job.candidate.base_sha)
             return self._payload(job, result, built, commit_body(commit) if commit else None)
         except CandidateBuildError as error:
@@ -208,6 +220,21 @@ class Agent:
             return self._failure(job, f"runner error: {error.__class__.__name__}: {error}", log=str(error))
         finally:
             shutil.rmtree(job_dir, ignore_errors=True)
+
+    def _wait_for_quiet(self, job: JobSpec) -> QuietWait | None:
+        """On a CPU runner, let a busy stretch of other processes pass before the benchmark starts."""
+        if self.config.quiet_wait_s <= 0 or self.config.hardware != "cpu":
+            return None
+        self._phase(job, "waiting for a quiet machine")
+        waited = wait_for_quiet(self.config.quiet_wait_s, stop=self._stop.is_set)
+        if not waited.quiet:
+            logger.info(
+                "job %s starts after %.0f s although %.2f cores are still busy",
+                job.job_id,
+                waited.waited_s,
+                waited.busy_cores or 0.0,
+            )
+        return waited
 
     def _run_workload(self, job: JobSpec, built: BuiltCandidate, job_dir: Path) -> WorkloadResult:
         workload = self.workloads.get(job.case.workload)

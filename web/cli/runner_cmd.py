@@ -107,6 +107,13 @@ def runner(
         [], "--build-command", help="REPO=COMMAND run in each new tree, e.g. 'sglang=pip install -e python'."
     ),
     sglang: str = typer.Option("sglang", "--sglang", help="The sglang executable to run."),
+    quiet_wait: float = typer.Option(
+        30.0,
+        "--quiet-wait",
+        min=0.0,
+        help="CPU runners (--hardware cpu): seconds to wait for other processes to leave the CPUs "
+        "before each benchmark starts (0: start at once).",
+    ),
 ) -> None:
     """Lease jobs from the tracker, build each candidate, run the benchmark, upload the result."""
     config = settings()
@@ -131,6 +138,7 @@ def runner(
             labels=labels,
             poll_interval_s=poll_interval,
             max_log_bytes=config.max_log_bytes,
+            quiet_wait_s=quiet_wait,
         ),
         client,
         CandidateBuilder(workdir, build_commands=builds),
