@@ -1,6 +1,6 @@
 """A/A noise of the toy's value of record, quiet and beside a burner, and the planted commits' effects.
 
-    python -m benchmarks.toy_noise [--runs 8] [--rounds 3] [--commit 14-release-0.2.0] [--work DIR]
+    python -m benchmarks.toy_noise [--runs 6] [--rounds 3] [--commit 14-release-0.2.0] [--no-burner] [--work DIR]
 
 Builds the toy repository (``runners.toy``) in a temporary directory and runs fresh
 ``python -m toydit generate`` processes of one commit with the toy suite's parameters, for both
@@ -11,16 +11,22 @@ cases (``compile``, ``offload``) in turn:
 2. ``--runs`` more per case while a burner process loads one core on and off (15 s busy, 20 s
    asleep, repeated): the load the toy must shrug off on a 2-core runner;
 3. ``--rounds`` interleaved rounds over every planted commit and the commit before it, printing
-   each planted commit's change against the previous commit in both cases.
+   each planted commit's change against the previous commit in both cases;
+4. up to 2 interleaved rounds over the open pull requests cherry-picked, alone and stacked, onto
+   the newest ``main`` commit before the first of them landed (the base a pull-request
+   comparison uses), against that base.
 
 The value of each run is the tracker's value of record (``runners.parsing.parse_run``: the median
 of the per-step times). Noise is printed as the median, the coefficient of variation, a robust CV
 (1.4826 MAD / median) and max-min over the median; beside it the same for the 20th percentile of
-the steps, a statistic preemption cannot pull down, and each run's wall time. A cold run per
+the steps, which the slow steps right after another process ran hardly move, and each run's
+wall time. A cold run per
 commit and case fills the inductor cache first; its wall time is printed as the cold figure.
 
-With the defaults: 2 x 2 x 8 noise runs and 3 x 2 x 9 incident runs of about 4-5 s, plus cold
-compiles: about 8-10 minutes on a 2-core machine.
+With the defaults: 26 priming runs (cold compiles among them), 2 x 2 x 6 noise runs, 3 x 2 x 9
+incident runs and 2 x 2 x 4 stacked runs of about 5 s: about 10 minutes on a 2-core machine
+that nothing else loads (15 minutes at a load average of 3-4). ``--rounds 0`` measures the noise
+alone (about 3 minutes).
 """
 
 from __future__ import annotations
@@ -294,8 +300,9 @@ def main() -> int:
             for _, tree, sha in targets[1:]:
                 for flags in CASES.values():
                     run_once(tree, sha, flags, cache, dump)  # fill the cache for the stacked trees
-            print(f"\npull requests stacked on the base, against the base, {args.rounds} interleaved rounds")
-            stacked(targets, args.rounds, cache, dump)
+            rounds = min(args.rounds, 2)
+            print(f"\npull requests stacked on the base, against the base, {rounds} interleaved rounds")
+            stacked(targets, rounds, cache, dump)
     print(f"\ntook {time.perf_counter() - started:.0f} s; reproduce with (from {ROOT}): {command}")
     return 0
 
