@@ -108,11 +108,11 @@ def runner(
     ),
     sglang: str = typer.Option("sglang", "--sglang", help="The sglang executable to run."),
     quiet_wait: float = typer.Option(
-        30.0,
+        0.0,
         "--quiet-wait",
         min=0.0,
-        help="CPU runners (--hardware cpu): seconds to wait for other processes to leave the CPUs "
-        "before each benchmark starts (0: start at once).",
+        help="CPU runners (--hardware cpu): wait up to this many seconds for other processes to leave "
+        "the CPUs before each benchmark starts (0, the default: start at once).",
     ),
 ) -> None:
     """Lease jobs from the tracker, build each candidate, run the benchmark, upload the result."""
