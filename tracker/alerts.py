@@ -140,6 +140,10 @@ def evaluate_series(
             matched.add(alert.id)
             if primary.get(alert.id, change) is not change:
                 continue  # a part of a change the alert already stands for (e.g. inside its range)
+            if _refuted_on_last_good(alert) and _last_good_of(context, change) != alert.last_good_commit_id:
+                _suspect_again(context, alert, change)  # its odd run, the last good one, is gone
+                touched.append(alert)
+                continue
             if _update(context, alert, change):
                 touched.append(alert)
                 if alert.confirmed:
@@ -182,8 +186,15 @@ def _matching_alert(context: _Context, change: Change) -> Alert | None:
     first_bad = context.commits[change.index].commit
     direction = _direction(change)
     same_way = [alert for alert in context.alerts if alert.direction is direction]
+    last_good = context.commits[change.index - 1].commit if change.index > 0 else None
     for alert in same_way:
         if first_bad.id in (alert.first_bad_commit_id, alert.culprit_commit_id):
+            if (
+                _refuted_on_last_good(alert)
+                and last_good is not None
+                and last_good.id != alert.last_good_commit_id
+            ):
+                continue  # its odd run was the last good one, now left out: a new suspect
             return alert
     for alert in same_way:
         if alert.confirmation != AlertConfirmation.REFUTED and _within_range(alert, first_bad):
@@ -202,6 +213,35 @@ def _matching_alert(context: _Context, change: Change) -> Alert | None:
         if where is not None and abs(where - change.index) <= MATCH_RADIUS:
             return alert
     return None
+
+
+def _refuted_on_last_good(alert: Alert) -> bool:
+    """Refuted with the last good commit's run found to be the odd one (and excluded)."""
+    return (
+        alert.confirmation == AlertConfirmation.REFUTED and alert.evidence.get("outlier_side") == "last_good"
+    )
+
+
+def _last_good_of(context: _Context, change: Change) -> int | None:
+    return context.commits[change.index - 1].commit.id if change.index > 0 else None
+
+
+def _suspect_again(context: _Context, alert: Alert, change: Change) -> None:
+    """A suspect refuted because its last good run was the odd one: judge it against the new one."""
+    last_good = context.commits[change.index - 1].commit
+    alert.last_good_commit = last_good
+    alert.last_good_commit_id = last_good.id
+    alert.before_value, alert.after_value, alert.change_pct = change.before, change.after, change.change_pct
+    alert.confirmation = AlertConfirmation.PENDING
+    alert.evidence = {**alert.evidence, **_evidence(context, change), "outlier_side": None}
+    record(
+        alert,
+        reason=f"a suspect again: its last good run was left out, so {alert.first_bad_commit.short_sha} "
+        f"is judged against {last_good.short_sha} ({alert.change_pct:+.1f} %)",
+        now=context.now,
+        to_status=AlertStatus.OPEN,
+    )
+    start_confirmation(session=context.session, alert=alert, now=context.now)
 
 
 def _primary_changes(context: _Context) -> dict[int, Change]:

@@ -436,6 +436,16 @@ def _paired_decision(
         ConfirmationOutcome.CONFIRMED: Verdict.REGRESSION if regression else Verdict.IMPROVEMENT,
         ConfirmationOutcome.REFUTED: Verdict.NO_CHANGE,
     }.get(judgement.outcome, Verdict.INCONCLUSIVE)
+    if judgement.stats is not None:
+        # Show the interval the judgement used (one-sided bounds, the prior's weight capped), not
+        # the PR comparisons' two-sided one, so the page and the verdict agree.
+        stats = judgement.stats
+        result.change_pct, result.ci_low_pct, result.ci_high_pct = (
+            stats.change_pct,
+            stats.ci_low_pct,
+            stats.ci_high_pct,
+        )
+        result.round_noise_pct, result.dof = stats.round_noise_pct, stats.dof
     return judgement.rounds_wanted, verdict, judgement.reason
 
 
