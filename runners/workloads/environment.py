@@ -44,10 +44,11 @@ NO_NVIDIA_SMI = "none (nvidia-smi not found)"
 _CUDA_VERSION = re.compile(r"CUDA Version:\s*(?P<v>[\d.]+)")
 
 # Run by the benchmark's interpreter. importlib.metadata gives versions without importing the
-# packages; torch is imported for the CUDA version it was built with, and every step may fail.
+# packages, and torch's CUDA version is read from its generated ``torch/version.py`` without
+# importing torch either (an import costs a CPU benchmark host 1-2 s per job); every step may fail.
 _VERSIONS_SCRIPT = """
-import json
-from importlib import metadata
+import json, re
+from importlib import metadata, util
 out = {}
 for name in ("torch", "sglang"):
     try:
@@ -55,11 +56,16 @@ for name in ("torch", "sglang"):
     except Exception as error:
         out[name] = None
         out[name + "_error"] = type(error).__name__
+out["torch_cuda"] = None
 try:
-    import torch
-    out["torch_cuda"] = torch.version.cuda
+    spec = util.find_spec("torch")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        with open(folder + "/version.py", encoding="utf-8") as handle:
+            found = re.search(r"^cuda[^=]*=[^0-9N]*([0-9.]+)", handle.read(), re.M)
+        out["torch_cuda"] = found.group(1) if found else None
+        break
 except Exception as error:
-    out["torch_cuda"] = None
+    out["torch_cuda_error"] = type(error).__name__
 print("PERFTRACK_VERSIONS " + json.dumps(out))
 """
 

@@ -598,3 +598,14 @@ def test_default_workloads_offer_real_sglang_and_the_toy(tmp_path: Path) -> None
     assert toy.generate_executable == (sys.executable, "-m", "toydit", "generate")
     assert (toy.workdir, toy.tree_on_pythonpath) == ("tree", True)
     assert toy.extra_env == {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+
+
+def test_package_versions_read_torch_s_cuda_without_importing_torch(tmp_path: Path) -> None:
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('importing torch costs seconds per job')\n")
+    (fake / "version.py").write_text("cuda: Optional[str] = '12.8'\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    versions = EnvironmentProbe().package_versions(sys.executable, env)
+    assert versions["torch_cuda"] == "12.8"
+    assert "torch_cuda_error" not in versions
