@@ -21,7 +21,7 @@ from tracker.reactions import after_import, after_job_run
 from tracker.schemas import JobResultIn, MeasurementIn, ResultIn
 from tracker.series_counts import count_run
 from tracker.settings import Settings
-from tracker.stats import summarize_steps
+from tracker.stats import summarize_steps, value_of_record
 from tracker.vcs import ensure_candidate, upsert_commit
 
 
@@ -228,8 +228,10 @@ def _build_run(result: MeasurementIn, *, key: str, digest: str, source: RunSourc
 def _fill_step_summary(run: Run, result: MeasurementIn) -> None:
     if result.step_times_ms:
         summary = summarize_steps(result.step_times_ms)
-        run.denoise_step_ms = summary.median_ms
-        run.denoise_step_basis = "median"
+        clock = (result.perf_dump or {}).get("denoise_step_clock")
+        run.denoise_step_ms, run.denoise_step_basis = value_of_record(
+            summary, step_clock=clock if isinstance(clock, str) else None
+        )
         run.denoise_step_count = summary.count
         run.denoise_step_median_ms = summary.median_ms
         run.denoise_step_mean_ms = summary.mean_ms

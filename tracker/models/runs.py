@@ -57,6 +57,7 @@ class Run(Base):
     runner_id: Mapped[int | None] = mapped_column(ForeignKey("runners.id", ondelete="SET NULL"))
 
     denoise_step_ms: Mapped[float | None] = mapped_column(Float, comment="value of record, ms")
+    # "median", "mean" (only the log's average known) or "fastest" (steps timed in thread CPU time).
     denoise_step_basis: Mapped[str | None] = mapped_column(String(16), comment="median or mean")
     denoise_step_count: Mapped[int | None] = mapped_column(Integer)
     denoise_step_mean_ms: Mapped[float | None] = mapped_column(Float)
