@@ -43,6 +43,7 @@ if str(ROOT) not in sys.path:
 
 from runners.parsing import RunStatus, parse_run  # noqa: E402
 from runners.toy import ChangeKind, ToyCommit, ToyRepository, create_toy_repository  # noqa: E402
+from tracker.stats import summarize_steps, value_of_record  # noqa: E402
 
 SUITE = ROOT / "runners" / "toy" / "toy-suite.toml"
 CASE_SLUGS = {"compile": "toy-dit-t2i-256", "offload": "toy-dit-t2i-256-offload-compile"}
@@ -74,7 +75,7 @@ CASES = {name: suite_flags(slug) for name, slug in CASE_SLUGS.items()}
 class Run:
     """One process: its value of record, per-step times, wall time and compile counters."""
 
-    value_ms: float  # the tracker's value of record (median of the per-step times)
+    value_ms: float  # the tracker's value of record (tracker.stats.value_of_record)
     steps_ms: tuple[float, ...]
     wall_steps_ms: tuple[float, ...]  # the same steps' wall times
     wall_s: float  # the whole process, start to exit
@@ -131,8 +132,12 @@ def run_once(
     if parsed.status is not RunStatus.OK or parsed.denoise_step_ms is None:
         raise RuntimeError(f"log at {sha[:10]} did not parse: {parsed.failure_reason}")
     document = json.loads(dump_text)
+    clock = document.get("denoise_step_clock")
+    value, _ = value_of_record(
+        summarize_steps(parsed.step_times_ms), step_clock=clock if isinstance(clock, str) else None
+    )
     return Run(
-        value_ms=parsed.denoise_step_ms,
+        value_ms=value,
         steps_ms=tuple(parsed.step_times_ms),
         wall_steps_ms=tuple(document.get("denoise_steps_wall_ms", ())),
         wall_s=wall,

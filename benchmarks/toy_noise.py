@@ -16,11 +16,11 @@ cases (``compile``, ``offload``) in turn:
    the newest ``main`` commit before the first of them landed (the base a pull-request
    comparison uses), against that base.
 
-The value of each run is the tracker's value of record (``runners.parsing.parse_run``: the median
-of the per-step times). Noise is printed as the median, the coefficient of variation, a robust CV
-(1.4826 MAD / median) and max-min over the median; beside it the same for the 20th percentile of
-the steps, which the slow steps right after another process ran hardly move, and each run's
-wall time. A cold run per
+The value of each run is the tracker's value of record (``tracker.stats.value_of_record``: for
+the toy's steps, timed in thread CPU time, the fastest step; the median for wall-clock steps).
+Noise is printed as the median, the coefficient of variation, a robust CV (1.4826 MAD / median)
+and max-min over the median; beside it the same for the 20th percentile of the steps, and each
+run's wall time. A cold run per
 commit and case fills the inductor cache first; its wall time is printed as the cold figure.
 
 With the defaults: 26 priming runs (cold compiles among them), 2 x 2 x 6 noise runs, 3 x 2 x 9
@@ -143,7 +143,7 @@ def describe(label: str, runs: Sequence[Run]) -> None:
     low = spread([quantile(r.steps_ms, 0.2) for r in runs])
     walls = [r.wall_s for r in runs]
     print(
-        f"  {label:20} value of record (median step) {record.median:7.3f} ms: CV {record.cv_pct:4.1f} %, "
+        f"  {label:20} value of record {record.median:7.3f} ms: CV {record.cv_pct:4.1f} %, "
         f"robust CV {record.robust_cv_pct:4.1f} %, max-min {record.range_pct:5.1f} % (n={record.count}) | "
         f"p20 step: CV {low.cv_pct:4.1f} %, max-min {low.range_pct:5.1f} % | "
         f"wall {statistics.median(walls):.2f} s (min {min(walls):.2f}, max {max(walls):.2f})"

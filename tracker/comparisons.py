@@ -503,7 +503,12 @@ _ARM_REASON = {
 def _enqueue_round(
     *, session: Session, comparison: Comparison, case: Case, hardware: HardwareKind, round_number: int
 ) -> None:
-    for arm, candidate in ((Arm.BASE, comparison.base_candidate), (Arm.HEAD, comparison.head_candidate)):
+    arms = [(Arm.BASE, comparison.base_candidate), (Arm.HEAD, comparison.head_candidate)]
+    if comparison.kind in (ComparisonKind.CONFIRMATION, ComparisonKind.BISECT) and round_number % 2 == 0:
+        # A B, B A, A B, ...: whatever changes with the order or over time (a warming host, a
+        # neighbour that comes and goes) lands on both arms alike instead of always on the second.
+        arms.reverse()
+    for arm, candidate in arms:
         enqueue_job(
             session=session,
             candidate=candidate,

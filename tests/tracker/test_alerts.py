@@ -120,10 +120,10 @@ def test_in_a_nightly_history_the_regression_is_confirmed_at_the_exact_commit(se
     assert alert.noise_pct is not None
     assert 0.2 < alert.noise_pct < 1.0
     assert alert.change_pct == pytest.approx(9.1, abs=1.0)
-    # Two paired rounds, A B A B: the last good and the first bad commit, each a fresh job.
+    # Two paired rounds, A B then B A: the last good and the first bad commit, each a fresh job.
     confirm_jobs = [job for job in bench.ran if job.reason is JobReason.CONFIRM]
-    assert [job.candidate.base_commit.sha for job in confirm_jobs] == [sha(19), sha(20)] * 2
-    assert [job.arm.value if job.arm else None for job in confirm_jobs] == ["base", "head"] * 2
+    assert [job.candidate.base_commit.sha for job in confirm_jobs] == [sha(19), sha(20), sha(20), sha(19)]
+    assert [job.arm.value if job.arm else None for job in confirm_jobs] == ["base", "head", "head", "base"]
     assert "confirmed by 2 paired rounds" in " ".join(event.reason for event in alert.events)
     # Adjacent on the first-parent line: the culprit is the first bad commit itself.
     assert alert.bisection_state == "not_needed"

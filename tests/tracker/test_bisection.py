@@ -166,6 +166,6 @@ def test_an_ambiguous_commit_is_called_by_paired_rounds(
     assert "paired rounds" in step.note
     assert step.comparison_id is not None
     paired = [job for job in bench.ran if job.comparison_id == step.comparison_id]
-    assert [job.arm.value if job.arm else None for job in paired][:4] == ["base", "head"] * 2
+    assert [job.arm.value if job.arm else None for job in paired][:4] == ["base", "head", "head", "base"]
     assert alert.culprit_commit is not None
     assert alert.culprit_commit.sha == commits[CULPRIT].sha

@@ -47,18 +47,29 @@ def format_meter(n: int, total: int, elapsed: float) -> str:
 
 
 class Progress:
-    """A progress bar printed the way tqdm prints to a pipe: one line per update, on stderr."""
+    """A progress bar printed the way tqdm prints to a pipe: a line per refresh, on stderr.
+
+    Like tqdm, it redraws at most every ``MIN_INTERVAL_S`` (and always at the start and the end):
+    a line per millisecond-long step would keep the runner that reads the pipe busy beside the
+    very steps it measures.
+    """
+
+    MIN_INTERVAL_S = 0.1  # tqdm's default mininterval
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.n = 0
         self.started = time.perf_counter()
+        self._last = self.started
         self._write()
 
     def update(self) -> None:
         """Count one more step done."""
         self.n += 1
-        self._write()
+        now = time.perf_counter()
+        if self.n >= self.total or now - self._last >= self.MIN_INTERVAL_S:
+            self._last = now
+            self._write()
 
     def _write(self) -> None:
         sys.stderr.write(format_meter(self.n, self.total, time.perf_counter() - self.started) + "\n")
