@@ -186,15 +186,8 @@ def _matching_alert(context: _Context, change: Change) -> Alert | None:
     first_bad = context.commits[change.index].commit
     direction = _direction(change)
     same_way = [alert for alert in context.alerts if alert.direction is direction]
-    last_good = context.commits[change.index - 1].commit if change.index > 0 else None
     for alert in same_way:
         if first_bad.id in (alert.first_bad_commit_id, alert.culprit_commit_id):
-            if (
-                _refuted_on_last_good(alert)
-                and last_good is not None
-                and last_good.id != alert.last_good_commit_id
-            ):
-                continue  # its odd run was the last good one, now left out: a new suspect
             return alert
     for alert in same_way:
         if alert.confirmation != AlertConfirmation.REFUTED and _within_range(alert, first_bad):
