@@ -149,7 +149,7 @@ def evaluate_series(
                 if alert.confirmed:
                     confirmed.append(alert)
             continue
-        if _is_recorded_fix(context, change):
+        if _is_recorded_fix(context, change) or _commit_has_alert(context, change):
             continue
         undone = _undone_alert(context, change)
         if undone is not None and not _runs_from_jobs(context.commits[change.index]):
@@ -267,6 +267,16 @@ def _within_range(alert: Alert, commit: Commit) -> bool:
     if good is None:
         return False
     return good.committed_at < commit.committed_at <= bad.committed_at
+
+
+def _commit_has_alert(context: _Context, change: Change) -> bool:
+    """Whether an alert (of either direction) already stands for this first bad commit.
+
+    One alert per series and first bad commit: a change the other way at the same commit (its
+    level re-estimated from more runs) is that alert's business, never a second alert.
+    """
+    first_bad = context.commits[change.index].commit
+    return any(alert.first_bad_commit_id == first_bad.id for alert in context.alerts)
 
 
 def _is_recorded_fix(context: _Context, change: Change) -> bool:

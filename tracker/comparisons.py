@@ -336,15 +336,9 @@ def _refresh(
         result.note = f"all {scheduled} rounds failed: {failures}"
     elif stats.verdict is Verdict.INCONCLUSIVE and scheduled < comparison.max_rounds:
         target = min(2 * scheduled, comparison.max_rounds)
-        for round_number in range(scheduled + 1, target + 1):
-            _enqueue_round(
-                session=session,
-                comparison=comparison,
-                case=result.case,
-                hardware=result.hardware_kind,
-                round_number=round_number,
-            )
-        comparison.rounds_scheduled = max(comparison.rounds_scheduled, target)
+        _schedule_rounds(
+            session=session, comparison=comparison, result=result, scheduled=scheduled, target=target
+        )
         result.verdict = Verdict.PENDING
         result.note = _join(
             f"inconclusive after {scheduled} rounds: {stats.reason}; running rounds {scheduled + 1}–{target}",
@@ -358,6 +352,21 @@ def _refresh(
     else:
         result.verdict = stats.verdict
         result.note = _join(stats.reason, failures)
+
+
+def _schedule_rounds(
+    *, session: Session, comparison: Comparison, result: ComparisonResult, scheduled: int, target: int
+) -> None:
+    """Queue rounds ``scheduled + 1 .. target`` of one result and count them as scheduled."""
+    for round_number in range(scheduled + 1, target + 1):
+        _enqueue_round(
+            session=session,
+            comparison=comparison,
+            case=result.case,
+            hardware=result.hardware_kind,
+            round_number=round_number,
+        )
+    comparison.rounds_scheduled = max(comparison.rounds_scheduled, target)
 
 
 def _refresh_paired_check(
@@ -387,15 +396,9 @@ def _refresh_paired_check(
         session=session, comparison=comparison, alert=alert, result=result, usable=usable, policy=policy
     )
     if wanted > scheduled:
-        for round_number in range(scheduled + 1, wanted + 1):
-            _enqueue_round(
-                session=session,
-                comparison=comparison,
-                case=result.case,
-                hardware=result.hardware_kind,
-                round_number=round_number,
-            )
-        comparison.rounds_scheduled = max(comparison.rounds_scheduled, wanted)
+        _schedule_rounds(
+            session=session, comparison=comparison, result=result, scheduled=scheduled, target=wanted
+        )
         result.verdict = Verdict.PENDING
         result.note = _join(note, failures)
         return

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tests.factories import regression_payloads
+from tests.factories import regression_payloads, result_body
 from tests.tracker.bench import LIMITS, Bench
 from tracker.catalog import get_current_case
 from tracker.errors import Conflict, InvalidInput
@@ -298,3 +298,29 @@ def test_a_dense_history_gets_every_change_its_culprit_and_its_fix(session: Sess
         ("regression", 10, 9, "fixed", 11),
         ("improvement", 11, 11, "expected", None),
     ]
+
+
+def test_a_change_the_other_way_at_an_alerted_commit_is_not_a_second_alert(session: Session) -> None:
+    def store(index: int, value: float, run: int) -> None:
+        body = result_body(
+            commit={
+                "sha": sha(index),
+                "title": f"commit {index}",
+                "committed_at": f"2026-04-{index + 1:02d}T00:00:00Z",
+            },
+            step_times_ms=[value] * 5,
+            denoise_step_mean_ms=value,
+            idempotency_key=f"import-run-{index}-{run}",
+        )
+        ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+
+    for index in range(6):
+        store(index, BASE_MS, 0)
+    store(6, BASE_MS * 1.10, 0)
+    [alert] = series_alerts(session)
+    assert (alert.direction.value, alert.first_bad_commit.sha) == ("regression", sha(6))
+    # More runs of the same commit pull its level below the one before it: the change at commit 6
+    # now reads as an improvement, which the existing alert's commit already stands for.
+    store(6, BASE_MS * 0.90, 1)
+    store(6, BASE_MS * 0.90, 2)
+    assert [other.first_bad_commit.sha for other in series_alerts(session)] == [sha(6)]
