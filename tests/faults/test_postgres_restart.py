@@ -17,6 +17,7 @@ import datetime as dt
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -141,14 +142,20 @@ def test_postgres_restart_everyone_backs_off_and_recovers(
             locks = connection.scalar(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"))
         assert locks == 1
 
+        def nightly_jobs() -> list[dict[str, Any]]:
+            jobs = api(tracker, "GET", "/jobs", tracker.admin_token).json()
+            return sorted((job for job in jobs if job["reason"] == "nightly"), key=lambda job: int(job["id"]))
+
         def nightly_runs() -> list[NightlyRun]:
             with db.session_scope(db.make_session_factory(engine)) as session:
                 return list(session.scalars(select(NightlyRun).order_by(NightlyRun.id)))
 
         wait_for(lambda: bool(nightly_runs()), 60, "the fire missed in the outage to run")
-        # The missed fire's jobs get run by the runner, which recovered from its backoff.
+        # The missed fire's jobs get run by the runner, which recovered from its backoff. On a
+        # busy machine a run may be flagged for contention and measured once more: that re-run
+        # is a nightly job too, so the wait is for every nightly job, not for a count of jobs.
         wait_for(
-            lambda: api(tracker, "GET", "/jobs?state=done", tracker.admin_token).json().__len__() >= 2,
+            lambda: (jobs := nightly_jobs()) != [] and all(job["state"] == "done" for job in jobs),
             120,
             "the runner to finish the nightly job",
         )
@@ -168,10 +175,11 @@ def test_postgres_restart_everyone_backs_off_and_recovers(
     ghost = tracker.job(ghost_job)
     assert ghost["state"] == "queued"
     assert [entry["outcome"] for entry in ghost["attempt_history"]] == ["lease expired"]
-    jobs = api(tracker, "GET", "/jobs", tracker.admin_token).json()
-    nightly_jobs = [job for job in jobs if job["reason"] == "nightly"]
-    assert [job["state"] for job in nightly_jobs] == ["done"]
-    assert [run_["status"] for run_ in tracker.runs_of(nightly_jobs[0]["id"])] == ["ok"]
+    # One job from the fire (plus, at most, its one re-run when the machine was busy), run once.
+    fired = nightly_jobs()
+    assert 1 <= len(fired) <= 2
+    assert {job["state"] for job in fired} == {"done"}
+    assert [run_["status"] for run_ in tracker.runs_of(fired[0]["id"])] == ["ok"]
     assert "503" in runner.log()  # it did meet the outage, and backed off instead of failing
     assert runner.process is not None
     assert runner.process.poll() is None  # it kept going
