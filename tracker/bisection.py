@@ -3,7 +3,10 @@
 The range is the first-parent line after the last good commit up to the first bad one. Each
 step measures the middle commit still in doubt with a ``bisect`` job; a value nearer the level
 after the change than the one before it is bad — when one run decides it given the series'
-noise (:func:`tracker.decisions.single_run_bisect_call`). When it does not, paired rounds of the
+noise (:func:`tracker.decisions.single_run_bisect_call`), against the two levels the alert's
+paired confirmation measured. Interference only slows a run down: the fastest run counts, and a
+single run at the slower level is measured once more before it is called. When one run cannot
+decide, paired rounds of the
 commit against the last good one (a comparison of kind ``bisect``) decide where its level lies
 (:func:`tracker.decisions.bisect_call`), so noise cannot send the search the wrong way. A commit
 that fails to build or run, or stays too close to call, is skipped and its neighbour is tried,
@@ -15,8 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import statistics
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -123,9 +125,13 @@ def advance(*, session: Session, alert: Alert, now: dt.datetime) -> None:
         )
         alert.bisection_steps.append(step)
         if values:
-            if _classify(alert, step, values, note="measured already"):
+            called = _classify(alert, step, values, note="measured already")
+            if called == "called":
                 continue
-            _pair(session, alert, step)
+            if called == "again":
+                _measure(session, alert, step, again=len(values))
+            else:
+                _pair(session, alert, step)
             return
         _measure(session, alert, step)
         return
@@ -141,8 +147,12 @@ def record_job(*, session: Session, job: Job, run: Run | None, now: dt.datetime)
         return
     values = _measured(session, alert, step.commit)
     if run is not None and run.status is RunStatus.OK and run.denoise_step_ms and values:
-        if not _classify(alert, step, values, note=f"run {run.id}"):
-            _pair(session, alert, step)
+        called = _classify(alert, step, values, note=f"run {run.id}")
+        if called != "called":
+            if called == "again":
+                _measure(session, alert, step, again=len(values))
+            else:
+                _pair(session, alert, step)
             session.flush()
             return
     else:
@@ -173,38 +183,63 @@ def _measured(session: Session, alert: Alert, commit: Commit) -> list[float]:
     return [float(value) for value in values if value]
 
 
-def _classify(alert: Alert, step: BisectionStep, values: list[float], *, note: str) -> bool:
-    """Bad when the commit's level is at least halfway (in log terms) from before to after.
+def bisection_levels(alert: Alert) -> tuple[float, float]:
+    """The good and bad levels a step's commit is called against (ms).
 
-    ``False`` when the runs are too close to the midpoint to call given the series' noise: paired
-    rounds must decide.
+    A confirmed alert's paired arms measured both ends side by side; the nightly values that
+    raised the suspect are single runs, one of which may have been interfered with.
     """
-    value = statistics.median(values)
+    levels = alert.evidence.get("paired_levels_ms")
+    if (
+        isinstance(levels, list)
+        and len(levels) == 2
+        and all(isinstance(v, (int, float)) and v > 0 for v in levels)
+    ):
+        return float(levels[0]), float(levels[1])
+    return alert.before_value, alert.after_value
+
+
+def _classify(
+    alert: Alert, step: BisectionStep, values: list[float], *, note: str
+) -> Literal["called", "again", "pair"]:
+    """Call the step's commit good or bad from its fastest run, when the noise allows it.
+
+    Interference only slows a run down, so the fastest run is the one to trust, and a single run
+    that lands at the slower of the two levels may be a run slowed down: it is measured once more
+    before the call (``"again"``). ``"pair"`` when the runs lie too close to the midpoint to call
+    given the series' noise: paired rounds must decide.
+    """
+    value = min(values)
+    good_level, bad_level = bisection_levels(alert)
     call = single_run_bisect_call(
-        value, good_level=alert.before_value, bad_level=alert.after_value, noise_pct=alert.noise_pct
+        value, good_level=good_level, bad_level=bad_level, noise_pct=alert.noise_pct
     )
-    runs = f"median of {len(values)} runs" if len(values) > 1 else "one run"
+    runs = f"fastest of {len(values)} runs" if len(values) > 1 else "one run"
     if call.call is BisectCall.UNDECIDED:
         step.note = f"{note}: {value:.2f} ms ({runs}), {call.reason}: paired rounds decide"
-        return False
+        return "pair"
+    at_slow_level = (call.call is BisectCall.BAD) == (bad_level > good_level)
+    if at_slow_level and len(values) < 2:
+        step.note = (
+            f"{note}: {value:.2f} ms (one run) lies at the slower level ({call.reason}): "
+            "measured once more, since a run slowed down by interference would look the same"
+        )
+        return "again"
     step.value = value
     step.outcome = call.call.value
-    step.note = (
-        f"{note}: {value:.2f} ms ({runs}), from {alert.before_value:.2f} to {alert.after_value:.2f} ms: "
-        f"{call.reason}"
-    )
-    return True
+    step.note = f"{note}: {value:.2f} ms ({runs}), from {good_level:.2f} to {bad_level:.2f} ms: {call.reason}"
+    return "called"
 
 
-def _measure(session: Session, alert: Alert, step: BisectionStep) -> None:
-    """Queue a bisect job for the step's commit."""
+def _measure(session: Session, alert: Alert, step: BisectionStep, *, again: int = 0) -> None:
+    """Queue a bisect job for the step's commit (``again``: the runs it already has, for a repeat)."""
     job = enqueue_job(
         session=session,
         candidate=ensure_candidate(session=session, base=step.commit, patches=[]),
         case=alert.case,
         hardware=alert.hardware_kind,
         reason=JobReason.BISECT,
-        purpose=f"alert{alert.id}",
+        purpose=f"alert{alert.id}" if again == 0 else f"alert{alert.id}-again{again}",
         requested_by=ACTOR,
         alert_id=alert.id,
     ).job

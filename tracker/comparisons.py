@@ -419,7 +419,14 @@ def _paired_decision(
     scheduled = comparison.rounds_scheduled
     if comparison.kind is ComparisonKind.BISECT:
         span_pct = float(alert.evidence.get("paired_change_pct") or alert.change_pct)
-        call = bisect_call(usable, span_pct=span_pct, scheduled=scheduled, policy=policy)
+        noise = judged_against(session=session, case=result.case, hardware=result.hardware_kind).prior
+        call = bisect_call(
+            usable,
+            span_pct=span_pct,
+            scheduled=scheduled,
+            policy=policy,
+            noise_pct=noise.noise_pct if noise is not None else None,
+        )
         verdict = {
             BisectCall.BAD: Verdict.REGRESSION if span_pct > 0 else Verdict.IMPROVEMENT,
             BisectCall.GOOD: Verdict.NO_CHANGE,

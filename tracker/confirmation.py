@@ -104,6 +104,13 @@ def settle_confirmation(*, session: Session, comparison: Comparison, now: dt.dat
         "paired_rounds": result.rounds_done if result is not None else 0,
         "paired_change_pct": result.change_pct if result is not None else None,
         "paired_ci_pct": [result.ci_low_pct, result.ci_high_pct] if result is not None else None,
+        # Each arm's level from the rounds: bisection calls commits against these, not against
+        # the nightly runs that raised the suspect (one of which may have been interfered with).
+        "paired_levels_ms": (
+            [result.base_value, result.head_value]
+            if result is not None and result.base_value and result.head_value
+            else None
+        ),
     }
     wanted = Verdict.REGRESSION if alert.direction is Direction.REGRESSION else Verdict.IMPROVEMENT
     if verdict is wanted:

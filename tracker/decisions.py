@@ -12,8 +12,12 @@ them with drawn re-runs. Both therefore score and act on exactly the same rules:
   only when the bound nearest zero lies beyond the threshold in the suspect's direction, with or
   without the round most in that direction (one bad run never confirms); **refuted** when the far
   bound lies short of the threshold (the rounds rule out a change that large); otherwise more
-  rounds (2 → 4 → 8 → 16), then **too noisy** — never confirmed. The noise prior counts as at
-  most four degrees of freedom. Drift during the rounds cancels out because the arms alternate.
+  rounds (2 → 4 → 8 → 16), then **too noisy** — never confirmed, and said early when even the
+  cap could not settle it. The noise prior counts as at most four degrees of freedom. Drift
+  during the rounds cancels out because the arms alternate.
+* :func:`set_aside_interfered`: interference (another tenant on the host, a throttling GPU, a
+  preempted process) only ever makes a run slower. A round whose run lies far above the other
+  runs of its own arm is set aside, and the rounds it leaves decide; at most a quarter of them.
 * :func:`bisect_call`: a bisection step's good/bad call. One run decides when it lies clearly on
   one side of the midpoint given the series' noise; otherwise paired rounds of the commit against
   the range's last good commit decide where its level lies.
@@ -39,9 +43,11 @@ __all__ = [
     "ConfirmationJudgement",
     "ConfirmationOutcome",
     "ConfirmationPolicy",
+    "SetAside",
     "bisect_call",
     "judge_confirmation",
     "plan_change",
+    "set_aside_interfered",
     "single_run_bisect_call",
 ]
 
@@ -124,6 +130,87 @@ class ConfirmationJudgement:
     rounds_wanted: int
     stats: ComparisonStats | None
     reason: str
+
+
+# A run is taken for interfered with when it lies this far above the other runs of its arm: this
+# many standard deviations of one run, and never less than the floor (a run-to-run noise estimate
+# from fastest steps can be a fraction of a percent). Without a noise estimate, the wider default.
+INTERFERENCE_SIGMAS = 4.0
+INTERFERENCE_FLOOR_PCT = 5.0
+INTERFERENCE_WITHOUT_NOISE_PCT = 10.0
+# At most this share of the rounds (and at least one) may be set aside: a commit whose runs are
+# slow that often is slow, not interfered with.
+INTERFERENCE_MAX_SHARE = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    """Rounds kept for the judgement, and those set aside because a run in them was interfered with.
+
+    ``aside`` holds 0-based positions in the rounds given; ``tolerance_pct`` is how far above its
+    arm's level a run had to lie.
+    """
+
+    kept: tuple[RoundValues, ...]
+    aside: tuple[int, ...]
+    tolerance_pct: float
+
+    def note(self) -> str:
+        """A clause for the judgement's reason (empty when nothing was set aside)."""
+        if not self.aside:
+            return ""
+        listed = ", ".join(str(index + 1) for index in self.aside)
+        plural = "s" if len(self.aside) > 1 else ""
+        return (
+            f"; round{plural} {listed} set aside: a run more than {self.tolerance_pct:.3g} % slower than "
+            f"the other runs of its commit (interference only slows a run down)"
+        )
+
+
+def set_aside_interfered(rounds: Sequence[RoundValues], *, noise_pct: float | None) -> SetAside:
+    """Set aside the rounds holding a run far slower than its own arm's level.
+
+    Each arm's level is the lower median of its runs (interference is one-sided, so the lower half
+    is the clean one). A run more than ``tolerance`` above it is taken for interfered with, and its
+    round (both arms: the pairing is what cancels drift) leaves the judgement. The worst rounds go
+    first, at most a quarter of them (and at least one once there are two rounds); a judgement left
+    with fewer than two rounds asks for more.
+
+    Parameters
+    ----------
+    rounds
+        Usable rounds, in the order they ran.
+    noise_pct
+        Per-run noise of the series (percent), when known.
+
+    Returns
+    -------
+    SetAside
+        The rounds kept (in order), the positions set aside and the tolerance used.
+    """
+    if noise_pct is not None and noise_pct > 0:
+        tolerance = max(INTERFERENCE_FLOOR_PCT, INTERFERENCE_SIGMAS * noise_pct)
+    else:
+        tolerance = INTERFERENCE_WITHOUT_NOISE_PCT
+    if len(rounds) < 2:
+        return SetAside(tuple(rounds), (), tolerance)
+    base_level = _lower_median([pair.base for pair in rounds])
+    head_level = _lower_median([pair.head for pair in rounds])
+    limit = math.log1p(tolerance / 100.0)
+    excess: dict[int, float] = {}
+    for index, pair in enumerate(rounds):
+        worst = max(math.log(pair.base / base_level), math.log(pair.head / head_level))
+        if worst > limit:
+            excess[index] = worst
+    allowed = max(1, int(len(rounds) * INTERFERENCE_MAX_SHARE))
+    aside = tuple(sorted(sorted(excess, key=lambda index: -excess[index])[:allowed]))
+    kept = tuple(pair for index, pair in enumerate(rounds) if index not in aside)
+    return SetAside(kept, aside, tolerance)
+
+
+def _lower_median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def plan_change(change: Change, *, can_rerun: bool, policy: ConfirmationPolicy | None = None) -> ChangePlan:
@@ -227,10 +314,13 @@ def judge_confirmation(
             None,
             f"no usable round in {scheduled}: nothing measured",
         )
+    screened = set_aside_interfered(rounds, noise_pct=prior.noise_pct if prior is not None else None)
+    rounds = screened.kept
+    aside = screened.note()
     prior = policy.capped(prior)
     stats = _bounded(rounds, threshold_pct, prior, policy)
     way = "slower" if regression else "faster"
-    count = f"{stats.rounds} paired round{'s' if stats.rounds != 1 else ''}"
+    count = f"{stats.rounds} paired round{'s' if stats.rounds != 1 else ''}{aside}"
     level = f"{policy.confidence * 100:g} %"
     bounds = _directional_bounds(stats, regression)
     if bounds is None:
@@ -260,6 +350,14 @@ def judge_confirmation(
             f"({level} one-sided bound)",
         )
     why = held_by or f"crosses the {threshold_pct:g} % threshold"
+    futile = _futile(stats, regression, threshold_pct, scheduled, policy) if not held_by else ""
+    if futile:
+        return ConfirmationJudgement(
+            ConfirmationOutcome.TOO_NOISY,
+            scheduled,
+            stats,
+            f"unconfirmed, too noisy: {interval} after {count} {why}, and {futile}",
+        )
     if scheduled < policy.max_rounds:
         grown = policy.grown(scheduled)
         return ConfirmationJudgement(
@@ -273,6 +371,38 @@ def judge_confirmation(
         scheduled,
         stats,
         f"unconfirmed, too noisy: {interval} after {count} (the cap) still {why}",
+    )
+
+
+# Futility is judged from this many rounds on: two rounds' spread says too little about the rest.
+FUTILITY_FROM_ROUNDS = 4
+
+
+def _futile(
+    stats: ComparisonStats, regression: bool, threshold_pct: float, scheduled: int, policy: ConfirmationPolicy
+) -> str:
+    """Why even the cap's rounds could not settle it (empty when they still could).
+
+    The interval is projected to the cap: its half-width shrinks with the square root of the
+    rounds and with the t quantile's degrees of freedom. When the estimate lies closer to the
+    threshold than that projected half-width, neither confirmation nor refutation is in reach,
+    and more rounds would only spend runner time.
+    """
+    if scheduled < FUTILITY_FROM_ROUNDS or scheduled >= policy.max_rounds:
+        return ""
+    if stats.ci_low_pct is None or stats.ci_high_pct is None or stats.dof < 1 or stats.rounds < 2:
+        return ""
+    half = (math.log1p(stats.ci_high_pct / 100.0) - math.log1p(stats.ci_low_pct / 100.0)) / 2.0
+    more = policy.max_rounds - scheduled
+    quantile_now = float(scipy_stats.t.ppf(policy.confidence, stats.dof))
+    quantile_cap = float(scipy_stats.t.ppf(policy.confidence, stats.dof + more))
+    projected = half * (quantile_cap / quantile_now) * math.sqrt(stats.rounds / (stats.rounds + more))
+    toward = math.log1p(stats.change_pct / 100.0) * (1.0 if regression else -1.0)
+    if abs(toward - math.log1p(threshold_pct / 100.0)) >= projected:
+        return ""
+    return (
+        f"{policy.max_rounds} rounds would still leave about ±{math.expm1(projected) * 100:.1f} % "
+        f"around an estimate that close to the threshold"
     )
 
 
@@ -399,6 +529,7 @@ def bisect_call(
     span_pct: float,
     scheduled: int,
     policy: ConfirmationPolicy | None = None,
+    noise_pct: float | None = None,
 ) -> BisectJudgement:
     """Call a commit good or bad from paired rounds against the range's last good commit.
 
@@ -413,6 +544,9 @@ def bisect_call(
         Rounds that exist so far.
     policy
         Round counts (the same as confirmations').
+    noise_pct
+        Per-run noise of the series, for :func:`set_aside_interfered` (rounds with a run far
+        slower than its arm's others do not count).
 
     Returns
     -------
@@ -425,18 +559,22 @@ def bisect_call(
     if span == 0:
         raise ValueError("span_pct must not be zero")
     grown = policy.grown(scheduled)
+    screened = set_aside_interfered(rounds, noise_pct=noise_pct)
+    rounds, aside = screened.kept, screened.note()
     if len(rounds) < 2:
         if scheduled < policy.max_rounds:
-            return BisectJudgement(BisectCall.MORE_ROUNDS, None, grown, "fewer than two usable rounds")
+            return BisectJudgement(
+                BisectCall.MORE_ROUNDS, None, grown, f"fewer than two usable rounds{aside}"
+            )
         return BisectJudgement(
-            BisectCall.TOO_NOISY, None, scheduled, "fewer than two usable rounds at the cap"
+            BisectCall.TOO_NOISY, None, scheduled, f"fewer than two usable rounds at the cap{aside}"
         )
     ratios = [math.log(pair.head / pair.base) / span for pair in rounds]
     count = len(ratios)
     mean = sum(ratios) / count
     sd = math.sqrt(sum((ratio - mean) ** 2 for ratio in ratios) / (count - 1))
     half = float(scipy_stats.t.ppf(0.5 + policy.confidence / 2.0, count - 1)) * sd / math.sqrt(count)
-    interval = f"{mean * 100:.0f} % of the way [{(mean - half) * 100:.0f}, {(mean + half) * 100:.0f}]"
+    interval = f"{mean * 100:.0f} % of the way [{(mean - half) * 100:.0f}, {(mean + half) * 100:.0f}]{aside}"
     if mean - half > 0.5:
         return BisectJudgement(BisectCall.BAD, mean, scheduled, f"{count} paired rounds: {interval}")
     if mean + half < 0.5:
