@@ -30,6 +30,7 @@ from runners.parsing.served import summarize_served
 from runners.payload import commit_body, measurement_body
 from runners.spool import Spool
 from runners.workloads.base import Workload, WorkloadContext, WorkloadResult
+from runners.workloads.preload import PreloadLauncher
 from runners.workloads.quiet import QuietWait, wait_for_quiet
 
 logger = logging.getLogger("perftrack.runner")
@@ -51,6 +52,9 @@ class AgentConfig:
     # CPU runners: before a benchmark starts, wait up to this long for other processes to leave
     # the CPUs (0: start at once; GPU hosts share their CPUs between runners by design).
     quiet_wait_s: float = 0.0
+    # CPU runners: modules a preloaded interpreter imports once; `python -m` benchmarks are then
+    # forked from it instead of importing them again (empty: off; see runners.workloads.preload).
+    preload_modules: tuple[str, ...] = ()
 
 
 @dataclass
@@ -83,11 +87,18 @@ class Agent:
         self._pgid_file = config.workdir / "benchmark.pgid"
         self._stop = threading.Event()
         self._cancel = threading.Event()  # stops the running benchmark
+        # Started lazily by the first benchmark that can use it; ended by close().
+        self._launcher = PreloadLauncher(config.preload_modules) if config.preload_modules else None
 
     def request_stop(self) -> None:
         """Stop after handing back the running job (SIGTERM)."""
         self._stop.set()
         self._cancel.set()
+
+    def close(self) -> None:
+        """End the preloaded interpreter, if one runs (call when the agent is done)."""
+        if self._launcher is not None:
+            self._launcher.close()
 
     @property
     def stopping(self) -> bool:
@@ -257,6 +268,7 @@ class Agent:
             on_output=self.events.on_output,
             cancel=self._cancel,
             on_start=self._benchmark_started,
+            launcher=self._launcher,
         )
         try:
             return workload.run(job.case, context)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runners.jobspec import CaseSpec
+from runners.workloads.process import Launcher
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class WorkloadContext:
     cancel: threading.Event | None = None
     # Told the benchmark's process group id when it starts (to reap it after an agent crash).
     on_start: Callable[[int], None] | None = None
+    # Starts the benchmark process (None: a plain subprocess); the agent's preloaded interpreter.
+    launcher: Launcher | None = None
 
 
 class Workload(Protocol):

@@ -5,6 +5,10 @@ worker processes behind (sglang spawns one scheduler per GPU). So every child st
 session (it leads its own process group), its stdout and stderr are read line by line into a
 :class:`LogCapture` that keeps only the head and the tail, and stopping it always signals the
 whole group: SIGTERM first, SIGKILL after a grace period.
+
+A child may also be started another way (forked from a preloaded interpreter, see
+:mod:`runners.workloads.preload`): a :class:`Launcher` starts it and hands back a
+:class:`ChildProcess`, and the rest of the runner does not care which way it started.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ import signal
 import subprocess
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Protocol
 
 # A line longer than this (a progress bar redrawn with "\r" for hours, binary noise) is cut into
 # pieces, so one endless line cannot grow the read buffer without bound.
@@ -114,6 +119,13 @@ def _pump(stream: IO[bytes], capture: LogCapture) -> None:
     stream.close()
 
 
+def start_pump(stream: IO[bytes], capture: LogCapture) -> threading.Thread:
+    """A daemon thread that reads ``stream`` to its end into ``capture`` (started)."""
+    reader = threading.Thread(target=_pump, args=(stream, capture), daemon=True, name="output-pump")
+    reader.start()
+    return reader
+
+
 def group_alive(pgid: int) -> bool:
     """Whether any process of group ``pgid`` still runs (zombies waiting to be reaped do not count)."""
     proc = Path("/proc")
@@ -139,15 +151,71 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-class ManagedProcess:
-    """A started child process leading its own process group, its output pumped into a capture."""
+SUBPROCESS_LAUNCH: dict[str, Any] = {"mode": "subprocess"}
 
-    def __init__(self, popen: subprocess.Popen[bytes], capture: LogCapture) -> None:
+
+class ChildProcess(ABC):
+    """A started benchmark process leading its own process group, its output pumped into a capture.
+
+    ``launch`` says how it was started, for the run's recorded environment.
+    """
+
+    capture: LogCapture
+    launch: dict[str, Any]
+
+    @property
+    @abstractmethod
+    def pid(self) -> int:
+        """The child's pid, which is also its process group id."""
+
+    @abstractmethod
+    def poll(self) -> int | None:
+        """The exit status if the child has exited (negative: killed by that signal)."""
+
+    @abstractmethod
+    def wait(self, timeout_s: float | None) -> int | None:
+        """Wait up to ``timeout_s`` (``None``: for ever) for the child; its exit status, or ``None``."""
+
+    @abstractmethod
+    def join_output(self, timeout_s: float = 5.0) -> None:
+        """Wait for the reader to see the end of the output (a process outside the group that kept
+        the pipe open could hold it forever, hence the timeout)."""
+
+    def stop(self, grace_s: float) -> int:
+        """Stop the whole group (SIGTERM, then SIGKILL after ``grace_s``); returns the exit status."""
+        deadline = time.monotonic() + grace_s
+        if self.poll() is None or group_alive(self.pid):
+            self._signal(signal.SIGTERM)
+            self.wait(max(deadline - time.monotonic(), 0.0))
+            # The leader may have gone while workers it spawned still shut down.
+            while group_alive(self.pid) and time.monotonic() < deadline:
+                time.sleep(_POLL_S)
+            if self.poll() is None or group_alive(self.pid):
+                self._signal(signal.SIGKILL)
+        code = self.wait(None)
+        assert code is not None  # waiting for ever returns a status
+        kill_deadline = time.monotonic() + 5.0
+        while group_alive(self.pid) and time.monotonic() < kill_deadline:
+            time.sleep(_POLL_S)
+        self.join_output()
+        return code
+
+    def _signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)  # the group may be gone already
+
+
+class ManagedProcess(ChildProcess):
+    """A child started with :class:`subprocess.Popen` in a new session."""
+
+    def __init__(
+        self, popen: subprocess.Popen[bytes], capture: LogCapture, launch: Mapping[str, Any] | None = None
+    ) -> None:
         self._popen = popen
         self.capture = capture
+        self.launch = dict(launch or SUBPROCESS_LAUNCH)
         assert popen.stdout is not None
-        self._reader = threading.Thread(target=_pump, args=(popen.stdout, capture), daemon=True)
-        self._reader.start()
+        self._reader = start_pump(popen.stdout, capture)
 
     @classmethod
     def start(
@@ -158,6 +226,7 @@ class ManagedProcess:
         cwd: Path | None,
         capture: LogCapture,
         on_start: Callable[[int], None] | None = None,
+        launch: Mapping[str, Any] | None = None,
     ) -> ManagedProcess:
         """Start ``argv``; raises ``OSError`` (``FileNotFoundError``...) when it cannot start.
 
@@ -174,7 +243,7 @@ class ManagedProcess:
         )
         if on_start is not None:
             on_start(popen.pid)
-        return cls(popen, capture)
+        return cls(popen, capture, launch)
 
     @property
     def pid(self) -> int:
@@ -192,32 +261,41 @@ class ManagedProcess:
         except subprocess.TimeoutExpired:
             return None
 
-    def stop(self, grace_s: float) -> int:
-        """Stop the whole group (SIGTERM, then SIGKILL after ``grace_s``); returns the exit status."""
-        deadline = time.monotonic() + grace_s
-        if self._popen.poll() is None or group_alive(self.pid):
-            self._signal(signal.SIGTERM)
-            self.wait(max(deadline - time.monotonic(), 0.0))
-            # The leader may have gone while workers it spawned still shut down.
-            while group_alive(self.pid) and time.monotonic() < deadline:
-                time.sleep(_POLL_S)
-            if self._popen.poll() is None or group_alive(self.pid):
-                self._signal(signal.SIGKILL)
-        code = self._popen.wait()
-        kill_deadline = time.monotonic() + 5.0
-        while group_alive(self.pid) and time.monotonic() < kill_deadline:
-            time.sleep(_POLL_S)
-        self.join_output()
-        return code
-
     def join_output(self, timeout_s: float = 5.0) -> None:
-        """Wait for the reader to see the end of the output (a process outside the group that kept
-        the pipe open could hold it forever, hence the timeout)."""
+        """Wait for the reader to see the end of the output."""
         self._reader.join(timeout=timeout_s)
 
-    def _signal(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)  # the group may be gone already
+
+class Launcher(Protocol):
+    """Starts a benchmark process; raises ``OSError`` when it cannot start."""
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path | None,
+        capture: LogCapture,
+        on_start: Callable[[int], None] | None = None,
+    ) -> ChildProcess:
+        """Start ``argv`` in its own process group, its output going to ``capture``."""
+        ...
+
+
+class SubprocessLauncher:
+    """The plain way: a fresh process per run (:class:`ManagedProcess`)."""
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path | None,
+        capture: LogCapture,
+        on_start: Callable[[int], None] | None = None,
+    ) -> ChildProcess:
+        """Start ``argv`` with :class:`subprocess.Popen`."""
+        return ManagedProcess.start(argv, env=env, cwd=cwd, capture=capture, on_start=on_start)
 
 
 @dataclass(frozen=True)
@@ -227,6 +305,7 @@ class ProcessOutcome:
     exit_code: int | None
     timed_out: bool = False
     failure: str | None = None  # None when it started and exited 0 in time
+    launch: dict[str, Any] = field(default_factory=dict)  # how it was started ({} if it did not)
 
 
 def describe_exit(code: int) -> str | None:
@@ -270,10 +349,16 @@ def run_process(
     grace_s: float,
     cancel: threading.Event | None = None,
     on_start: Callable[[int], None] | None = None,
+    launcher: Launcher | None = None,
 ) -> ProcessOutcome:
-    """Run ``argv`` to completion, timeout or ``cancel``; never raises for a failure of the child."""
+    """Run ``argv`` to completion, timeout or ``cancel``; never raises for a failure of the child.
+
+    ``launcher`` starts the child (``None``: a plain subprocess).
+    """
     try:
-        child = ManagedProcess.start(argv, env=env, cwd=cwd, capture=capture, on_start=on_start)
+        child = (launcher or SubprocessLauncher()).start(
+            argv, env=env, cwd=cwd, capture=capture, on_start=on_start
+        )
     except OSError as error:
         return ProcessOutcome(exit_code=None, failure=start_failure(argv, error))
     deadline = time.monotonic() + timeout_s
@@ -292,8 +377,11 @@ def run_process(
     finally:
         # Also on success: workers left behind would hold GPU memory during the next run.
         final = child.stop(grace_s)
+    launch = dict(child.launch)
     if cancelled:
-        return ProcessOutcome(exit_code=final, failure=CANCELLED)
+        return ProcessOutcome(exit_code=final, failure=CANCELLED, launch=launch)
     if code is None:
-        return ProcessOutcome(exit_code=final, timed_out=True, failure=f"timed out after {timeout_s:g} s")
-    return ProcessOutcome(exit_code=code, failure=describe_exit(code))
+        return ProcessOutcome(
+            exit_code=final, timed_out=True, failure=f"timed out after {timeout_s:g} s", launch=launch
+        )
+    return ProcessOutcome(exit_code=code, failure=describe_exit(code), launch=launch)

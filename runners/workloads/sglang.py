@@ -28,7 +28,7 @@ from runners.workloads.commandline import (
 from runners.workloads.compile_log import CompileEventCounter, compile_counters
 from runners.workloads.conditions import CpuSampler
 from runners.workloads.environment import EnvironmentProbe, interpreter_for
-from runners.workloads.process import LogCapture, run_process
+from runners.workloads.process import SUBPROCESS_LAUNCH, LogCapture, run_process
 from runners.workloads.serve import ServeSettings, free_port, image_request_body, run_served, unsupported_task
 
 __all__ = ["PERF_DUMP_NAME", "SglangWorkload", "build_generate_command", "build_serve_command"]
@@ -88,10 +88,13 @@ class SglangWorkload:
             grace_s=self.kill_grace_s,
             cancel=context.cancel,
             on_start=watch.started,
+            launcher=context.launcher,
         )
         dump_text = _read_text(dump_path)
         environment.update(self._gpu_state(context, "after"))
         watch.record(environment)
+        if self.probe is not None and outcome.launch:
+            environment["launch"] = outcome.launch  # how the process started: fresh or forked
         return WorkloadResult(
             command=render_command(argv, env, self._shown_env()),
             log_text=capture.text(),
@@ -131,6 +134,8 @@ class SglangWorkload:
         )
         environment.update(self._gpu_state(context, "after"))
         watch.record(environment)
+        if self.probe is not None:
+            environment["launch"] = dict(SUBPROCESS_LAUNCH)  # a server always starts fresh
         requests = f"{self.serve.warmup_requests} warmup + {case.requests} timed"
         body = json.dumps(image_request_body(case), ensure_ascii=False)
         return WorkloadResult(

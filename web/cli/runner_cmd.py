@@ -114,6 +114,12 @@ def runner(
         help="CPU runners (--hardware cpu): wait up to this many seconds for other processes to leave "
         "the CPUs before each benchmark starts (0, the default: start at once).",
     ),
+    preload: list[str] = typer.Option(
+        [],
+        "--preload",
+        help="Module a preloaded interpreter imports once (e.g. torch); `python -m` benchmarks are then "
+        "forked from it instead of importing it again. Repeatable; none (the default): off.",
+    ),
 ) -> None:
     """Lease jobs from the tracker, build each candidate, run the benchmark, upload the result."""
     config = settings()
@@ -139,6 +145,7 @@ def runner(
             poll_interval_s=poll_interval,
             max_log_bytes=config.max_log_bytes,
             quiet_wait_s=quiet_wait,
+            preload_modules=tuple(preload),
         ),
         client,
         CandidateBuilder(workdir, build_commands=builds),
@@ -151,6 +158,7 @@ def runner(
         with display.progress:
             code = agent.run(once=once)
     finally:
+        agent.close()
         client.close()
     raise typer.Exit(code)
 
