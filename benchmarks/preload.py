@@ -96,6 +96,7 @@ def main() -> int:
         env = {
             **os.environ,
             "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor-cache"),
+            "TORCHINDUCTOR_VEC_ISA_OK": "1",  # as the toy workload sets it (registry.py)
             "SGLANG_GIT_COMMIT": head.sha,
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": str(tree),  # as the toy workload sets it

@@ -31,6 +31,12 @@ def default_workloads(*, sglang: str = "sglang", cache_dir: Path) -> Mapping[str
             serve_executable=(sys.executable, "-m", TOY_MODULE, "serve"),
             workdir="tree",
             tree_on_pythonpath=True,
-            extra_env={"TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor")},
+            extra_env={
+                "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor"),
+                # The toy sets this itself before importing torch; set here too, it also holds
+                # for a run forked from a preloaded interpreter (torch imported before the toy
+                # runs), so both launches compile with one inductor config and share its cache.
+                "TORCHINDUCTOR_VEC_ISA_OK": "1",
+            },
         ),
     }
