@@ -149,7 +149,8 @@ def test_a_round_with_an_interfered_run_is_set_aside_and_the_others_decide() -> 
     )
     assert judgement.outcome is ConfirmationOutcome.REFUTED
     assert "round 2 set aside" in judgement.reason
-    assert judgement.stats is not None and judgement.stats.rounds == 3
+    assert judgement.stats is not None
+    assert judgement.stats.rounds == 3
     # The same slow run in the base arm does not make an improvement out of nothing.
     slow_base = [RoundValues(base=140.0, head=100.2), *_rounds(0.1, -0.2, 0.3)]
     improvement = judge_confirmation(
