@@ -135,6 +135,12 @@ def evaluate_series(
     for change in detection.changes:
         if change.index < 1:
             continue  # nothing measured before it: no last good commit
+        retired = _retired_by_interference(context, change)
+        if retired is not None:
+            matched.add(retired.id)
+            _suspect_anew(context, retired, change)  # its commit was measured again
+            touched.append(retired)
+            continue
         alert = _matching_alert(context, change)
         if alert is not None:
             matched.add(alert.id)
@@ -231,6 +237,50 @@ def _suspect_again(context: _Context, alert: Alert, change: Change) -> None:
         alert,
         reason=f"a suspect again: its last good run was left out, so {alert.first_bad_commit.short_sha} "
         f"is judged against {last_good.short_sha} ({alert.change_pct:+.1f} %)",
+        now=context.now,
+        to_status=AlertStatus.OPEN,
+    )
+    start_confirmation(session=context.session, alert=alert, now=context.now)
+
+
+def _retired_by_interference(context: _Context, change: Change) -> Alert | None:
+    """The alert at this change's first bad commit that rested on a run found interfered with.
+
+    Its run left detection and its commit was measured again
+    (:func:`tracker.confirmation.settle_confirmation`); a change found there now, in either
+    direction, is that alert's question asked anew (one alert per series and first bad commit).
+    """
+    first_bad = context.commits[change.index].commit
+    for alert in context.alerts:
+        if (
+            alert.first_bad_commit_id == first_bad.id
+            and alert.status is AlertStatus.INVALID
+            and alert.evidence.get("interfered_runs")
+        ):
+            return alert
+    return None
+
+
+def _suspect_anew(context: _Context, alert: Alert, change: Change) -> None:
+    """A suspect whose run was interfered with: judge what its commit's new run shows."""
+    last_good = context.commits[change.index - 1].commit
+    alert.direction = _direction(change)
+    alert.last_good_commit = last_good
+    alert.last_good_commit_id = last_good.id
+    alert.before_value, alert.after_value, alert.change_pct = change.before, change.after, change.change_pct
+    alert.confirmation = AlertConfirmation.PENDING
+    alert.confirmed = False
+    kept = {
+        key: value
+        for key, value in alert.evidence.items()
+        if key
+        not in ("interfered_runs", "paired_levels_ms", "paired_change_pct", "paired_ci_pct", "paired_rounds")
+    }
+    alert.evidence = {**kept, **_evidence(context, change)}
+    record(
+        alert,
+        reason=f"measured again: {alert.first_bad_commit.short_sha} now shows {alert.change_pct:+.1f} % "
+        f"against {last_good.short_sha}, a suspect again",
         now=context.now,
         to_status=AlertStatus.OPEN,
     )

@@ -11,7 +11,9 @@ A change detection finds on runs that perftrack's runners measured is a *suspect
 * **refuted** — the interval lies short of the threshold: the alert becomes ``invalid`` and the
   suspect run(s) at the first bad commit are excluded from detection, with the reason shown.
 * **too noisy** — still inconclusive at the round cap: the alert stays open, *unconfirmed*, never
-  called confirmed. Arms that could not run at all leave it ``not_possible``.
+  called confirmed. A nightly run far above every paired run of its own commit was interfered
+  with: it leaves detection and its commit is measured again. Arms that could not run at all
+  leave it ``not_possible``.
 """
 
 from __future__ import annotations
@@ -24,19 +26,23 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.alert_log import record
+from tracker.calibration import judged_against
 from tracker.comparison_views import ComparisonView, comparison_view
 from tracker.comparisons import create_paired_check
-from tracker.decisions import ConfirmationPolicy
+from tracker.decisions import ConfirmationPolicy, interfered_runs
+from tracker.jobs import PRIORITY, enqueue_job
 from tracker.models import (
     Alert,
     AlertConfirmation,
     AlertStatus,
+    Arm,
     Candidate,
     Comparison,
     ComparisonKind,
     ComparisonState,
     Direction,
     Job,
+    JobReason,
     Run,
     Runner,
     RunStatus,
@@ -124,7 +130,73 @@ def settle_confirmation(*, session: Session, comparison: Comparison, now: dt.dat
     else:
         alert.confirmation = AlertConfirmation.TOO_NOISY
         record(alert, reason=f"{note}; left open, unconfirmed", now=now)
+        _remeasure_interfered(session, alert, comparison, now)
     return None
+
+
+def _remeasure_interfered(session: Session, alert: Alert, comparison: Comparison, now: dt.datetime) -> None:
+    """After inconclusive rounds, a nightly run far above its own commit's paired arm was interfered with.
+
+    The rounds measured both commits several times: a nightly run well above every clean one of
+    its commit (:func:`tracker.decisions.interfered_runs`, the rule that sets rounds aside) was
+    slowed by something else on the machine, and it would go on standing in the series as a step
+    that no paired rounds can confirm. It leaves detection with the reason shown, and its commit is
+    measured once more, ahead of the next nightly, so the series gets that commit's real level.
+    """
+    judged = judged_against(session=session, case=alert.case, hardware=alert.hardware_kind)
+    noise = judged.prior.noise_pct if judged.prior is not None else None
+    excluded = []
+    for arm, commit_id in ((Arm.BASE, alert.last_good_commit_id), (Arm.HEAD, alert.first_bad_commit_id)):
+        reference = _arm_values(session, comparison, arm)
+        nightly = _series_runs(session, alert, commit_id)
+        odd = interfered_runs(
+            [run.denoise_step_ms or 0.0 for run in nightly], reference=reference, noise_pct=noise
+        )
+        for index in odd:
+            run = nightly[index]
+            level = sorted(reference)[(len(reference) - 1) // 2]
+            run.excluded_reason = (
+                f"interfered with: {run.denoise_step_ms:.3g} ms against {level:.3g} ms for the same commit "
+                f"in the paired rounds of alert {alert.id}; measured again"
+            )
+            job = session.get(Job, run.job_id) if run.job_id is not None else None
+            if job is not None:
+                enqueue_job(
+                    session=session,
+                    candidate=job.candidate,
+                    case=job.case,
+                    hardware=job.hardware_kind,
+                    reason=job.reason,
+                    priority=PRIORITY[JobReason.CONFIRM],
+                    purpose=f"remeasure-interfered-run{run.id}",
+                    requested_by=job.requested_by,
+                )
+            excluded.append(f"run {run.id} of {run.commit.short_sha} ({run.denoise_step_ms:.3g} ms)")
+    if excluded:
+        alert.evidence = {**alert.evidence, "interfered_runs": excluded}
+        record(
+            alert,
+            reason=f"{', '.join(excluded)} lay far above the same commit's paired rounds: left out of "
+            "detection as interfered with, and measured again; the suspect rested on it",
+            now=now,
+            to_status=AlertStatus.INVALID,
+        )
+
+
+def _arm_values(session: Session, comparison: Comparison, arm: Arm) -> list[float]:
+    """The values of record of one arm's clean runs in a comparison's rounds."""
+    values = session.scalars(
+        select(Run.denoise_step_ms)
+        .join(Job, Job.id == Run.job_id)
+        .where(
+            Job.comparison_id == comparison.id,
+            Job.arm == arm,
+            Run.status == RunStatus.OK,
+            Run.excluded_reason.is_(None),
+            Run.denoise_step_ms > 0,
+        )
+    ).all()
+    return [float(value) for value in values if value]
 
 
 def _confirm(session: Session, alert: Alert, note: str, now: dt.datetime) -> None:

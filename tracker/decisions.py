@@ -45,6 +45,7 @@ __all__ = [
     "ConfirmationPolicy",
     "SetAside",
     "bisect_call",
+    "interfered_runs",
     "judge_confirmation",
     "plan_change",
     "set_aside_interfered",
@@ -188,10 +189,7 @@ def set_aside_interfered(rounds: Sequence[RoundValues], *, noise_pct: float | No
     SetAside
         The rounds kept (in order), the positions set aside and the tolerance used.
     """
-    if noise_pct is not None and noise_pct > 0:
-        tolerance = max(INTERFERENCE_FLOOR_PCT, INTERFERENCE_SIGMAS * noise_pct)
-    else:
-        tolerance = INTERFERENCE_WITHOUT_NOISE_PCT
+    tolerance = _tolerance(noise_pct)
     if len(rounds) < 2:
         return SetAside(tuple(rounds), (), tolerance)
     base_level = _lower_median([pair.base for pair in rounds])
@@ -206,6 +204,29 @@ def set_aside_interfered(rounds: Sequence[RoundValues], *, noise_pct: float | No
     aside = tuple(sorted(sorted(excess, key=lambda index: -excess[index])[:allowed]))
     kept = tuple(pair for index, pair in enumerate(rounds) if index not in aside)
     return SetAside(kept, aside, tolerance)
+
+
+def interfered_runs(
+    values: Sequence[float], *, reference: Sequence[float], noise_pct: float | None
+) -> list[int]:
+    """Positions of ``values`` lying far above the lower median of ``reference`` (runs of one commit).
+
+    The same rule as :func:`set_aside_interfered`, for single runs measured apart from the rounds:
+    a commit's nightly run against the arm of paired rounds that measured the same commit. Empty
+    when ``reference`` is empty.
+    """
+    if not reference:
+        return []
+    tolerance = _tolerance(noise_pct)
+    level = _lower_median(reference)
+    limit = math.log1p(tolerance / 100.0)
+    return [index for index, value in enumerate(values) if value > 0 and math.log(value / level) > limit]
+
+
+def _tolerance(noise_pct: float | None) -> float:
+    if noise_pct is not None and noise_pct > 0:
+        return max(INTERFERENCE_FLOOR_PCT, INTERFERENCE_SIGMAS * noise_pct)
+    return INTERFERENCE_WITHOUT_NOISE_PCT
 
 
 def _lower_median(values: Sequence[float]) -> float:

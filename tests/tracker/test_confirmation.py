@@ -46,3 +46,45 @@ def test_the_service_excludes_the_bad_night_before_a_normal_one(session: Session
     assert [alert for alert in series_alerts(session) if alert.status is not AlertStatus.INVALID] == []
     excluded = session.scalars(select(Run).where(Run.excluded_reason.is_not(None))).all()
     assert [run.commit.sha for run in excluded] == [sha(20)]
+
+
+def test_a_nightly_run_far_above_its_commit_s_paired_rounds_is_measured_again(session: Session) -> None:
+    """The demo's offload case at the custom-op fix: a 5 % improvement behind an interfered night.
+
+    The fix's nightly run came out 60 % slow (the host slowed the whole process), and the paired
+    rounds that followed ran while the slowdown wore off: too noisy. That nightly run lies far above
+    every paired run of its commit, so it leaves detection and the commit is measured again before
+    the next night; the real 5 % improvement then shows, and its own rounds confirm it.
+    """
+    bench = Bench(session)
+    rng = random.Random(5)
+    fix = 10
+    slow_head = iter([1.50, 1.30, 0.96, 0.95])  # the slowdown wearing off over the first rounds
+    nights_of_fix = 0
+
+    def measure(commit: Commit, job: Job) -> float | None:
+        index = int(commit.sha[:7], 16)
+        level = BASE_MS * (0.95 if index >= fix else 1.0)
+        nonlocal nights_of_fix
+        factor = 1.0
+        if index == fix and job.reason is JobReason.NIGHTLY:
+            nights_of_fix += 1
+            factor = 1.6 if nights_of_fix == 1 else 1.0
+        elif index == fix and job.reason is JobReason.CONFIRM:
+            factor = next(slow_head, 0.95) / 0.95
+        return level * factor * (1 + rng.gauss(0, 0.003))
+
+    for index in range(fix + 1):
+        bench.nightly(commit_in(index))
+        bench.drain(measure)
+    [slow] = session.scalars(select(Run).where(Run.excluded_reason.like("interfered with%"))).all()
+    assert slow.commit.sha == sha(fix)
+    # One alert per series and first bad commit: the suspect, retired, then asked anew.
+    [alert] = series_alerts(session)
+    reasons = [event.reason for event in alert.events]
+    assert any("too noisy" in reason for reason in reasons)
+    assert any("measured again" in reason for reason in reasons)
+    assert alert.first_bad_commit.sha == sha(fix)
+    assert alert.direction.value == "improvement"
+    assert alert.confirmation == "confirmed"
+    assert alert.status is AlertStatus.OPEN
