@@ -28,6 +28,7 @@ from tracker import bisection
 from tracker.jobs import enqueue_job
 from tracker.models import Alert, BisectionStep, Job, JobReason, Run, RunStatus
 from tracker.models.runs import MeasurementFlag
+from tracker.stats import FASTEST_BASIS
 
 # Contention, for runs without GPUs (the CPU toy): other processes must take at least half a core
 # AND a quarter of the machine. A process burning one core beside a single-threaded benchmark on a
@@ -111,13 +112,22 @@ class ConditionFlag:
     reason: str
 
 
-def assess_conditions(conditions: RunConditions) -> ConditionFlag | None:
+def assess_conditions(
+    conditions: RunConditions, *, steps_in_thread_cpu: bool = False
+) -> ConditionFlag | None:
     """``None`` when the run was measured under clean conditions, else the flag and its reason.
 
     Parameters
     ----------
     conditions
         What the runner recorded; what it could not record counts as clean.
+    steps_in_thread_cpu
+        The run timed its steps in its thread's CPU time (``denoise_step_clock: thread_cpu``):
+        time slices other processes took are not in its numbers, so their CPU use is no reason
+        to flag it (measured: a core-burning neighbour moved the toy's fastest step by about 1 %,
+        ``docs/toy-noise.md``). What such a neighbour does to shared caches shows as a slow run,
+        which paired rounds set aside (:func:`tracker.decisions.set_aside_interfered`). Steal
+        still counts: the guest's clock runs while the host takes the CPU away.
 
     Returns
     -------
@@ -134,6 +144,7 @@ def assess_conditions(conditions: RunConditions) -> ConditionFlag | None:
     if cpu is not None:
         if (
             not conditions.gpus
+            and not steps_in_thread_cpu
             and cpu.other_cores >= CONTENTION_MIN_CORES
             and cpu.other_share_pct >= CONTENTION_SHARE_PCT
         ):
@@ -237,7 +248,9 @@ def flag_run(run: Run, environment: Mapping[str, Any]) -> ConditionFlag | None:
     """Flag a successful run being stored whose conditions were not clean, and exclude it."""
     if run.status is not RunStatus.OK:
         return None  # a failed run measured nothing to exclude
-    flag = assess_conditions(conditions_from_environment(environment))
+    flag = assess_conditions(
+        conditions_from_environment(environment), steps_in_thread_cpu=run.denoise_step_basis == FASTEST_BASIS
+    )
     if flag is not None:
         run.measurement_flag = flag.kind
         run.excluded_reason = flag.reason

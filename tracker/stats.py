@@ -62,12 +62,13 @@ def summarize_steps(step_times_ms: Sequence[float]) -> StepSummary:
 # cost of the code; it varied 3 % between fresh processes where the median varied 25 %
 # (docs/toy-noise.md). Wall-clock steps (GPUs) keep the median, which a step-0 outlier cannot move.
 THREAD_CPU_CLOCK = "thread_cpu"
+FASTEST_BASIS = "fastest"  # the basis of a value of record taken from steps timed in thread CPU time
 
 
 def value_of_record(summary: StepSummary, *, step_clock: str | None) -> tuple[float, str]:
     """A run's value of record and its basis: the median step, or the fastest for CPU-time steps."""
     if step_clock == THREAD_CPU_CLOCK:
-        return summary.fastest_ms, "fastest"
+        return summary.fastest_ms, FASTEST_BASIS
     return summary.median_ms, "median"
 
 

@@ -75,6 +75,15 @@ def test_a_burner_beside_a_single_threaded_toy_on_two_cores_is_contention() -> N
     assert flag.reason == "contention: other processes took 0.92 cores (46 % of 2) during the run"
 
 
+def test_steps_timed_in_thread_cpu_time_are_not_flagged_for_other_processes_cpu_but_for_steal() -> None:
+    # The toy times each step by its thread's CPU time: another process's time slices are not in it.
+    assert assess_conditions(cpu(0.92), steps_in_thread_cpu=True) is None
+    stolen = RunConditions(cpu=CpuConditions(cpu_count=2, other_cores=0.92, steal_pct=12.0))
+    flag = assess_conditions(stolen, steps_in_thread_cpu=True)
+    assert flag is not None
+    assert flag.kind is MeasurementFlag.CPU_STEAL
+
+
 def test_contention_needs_half_a_core_and_a_quarter_of_the_machine() -> None:
     assert assess_conditions(cpu(0.4, cpu_count=1)) is None  # 40 % of one core, but under half a core
     assert assess_conditions(cpu(1.0, cpu_count=128)) is None  # one busy shell on a big host
