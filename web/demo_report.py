@@ -141,9 +141,9 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
             item.case,
             f"{item.commit.kind.value}{incident}",
             f"{item.commit.sha[:7]} {item.commit.title}"[:64],
-            item.direction,
-            f"found · {item.how}" if item.found else "MISSED",
-            style="green" if item.found else "red",
+            item.direction if item.expected else f"{item.direction} (small here: optional)",
+            f"found · {item.how}" if item.found else ("MISSED" if item.expected else "not raised"),
+            style="green" if item.found else ("red" if item.expected else "dim"),
         )
     console.print(table)
     for alert in card.false_alerts:
@@ -152,9 +152,16 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
             f"{alert.culprit_title!r}: {alert.why}",
             highlight=False,
         )
-    found = sum(item.found for item in card.planted)
+    expected = [item for item in card.planted if item.expected]
+    found = sum(item.found for item in expected)
+    optional = len(card.planted) - len(expected)
+    extra = (
+        f" (+{sum(item.found for item in card.planted if not item.expected)}/{optional} optional)"
+        if optional
+        else ""
+    )
     verdict = "[green]exactly the planted changes[/]" if card.perfect else "[red]not what was planted[/]"
     console.print(
-        f"scorecard: {found}/{len(card.planted)} planted changes found, "
+        f"scorecard: {found}/{len(expected)} planted changes found{extra}, "
         f"{len(card.false_alerts)} alert(s) on neutral or unaffected commits: {verdict}"
     )

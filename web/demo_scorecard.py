@@ -10,7 +10,10 @@ rounds refuted are not alerts and are not listed there), against the toy history
 * an alert whose culprit (first bad commit without one) is a commit scripted as neutral, or a
   planted commit in a case it does not affect, or in the wrong direction, is a **false alert**.
 
-A commit affects a case when the case runs with every flag the commit's effect needs.
+A commit affects a case when the case runs with every flag the commit's effect needs. Where its
+effect is small by design (``small_with``: the custom-op fix in the offload case, -2 to -5 %
+beside incident 2, near the 2 % threshold), it is *not expected*: an alert for it counts as found,
+none is not a miss.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class Planted:
     direction: str
     found: bool
     how: str
+    expected: bool = True  # False: small by design in this case, found or not
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,8 @@ class Scorecard:
 
     @property
     def missed(self) -> tuple[Planted, ...]:
-        """Planted changes not found."""
-        return tuple(item for item in self.planted if not item.found)
+        """Expected planted changes not found."""
+        return tuple(item for item in self.planted if item.expected and not item.found)
 
     @property
     def perfect(self) -> bool:
@@ -107,7 +111,8 @@ def score(
                 if direction == _IMPROVEMENT and fixed_by == commit.sha:
                     how = f"alert {alert['id']} fixed by {commit.sha[:7]}"
                     break
-            planted.append(Planted(case, commit, direction, bool(how), how or "missed"))
+            small = bool(commit.small_with) and set(commit.small_with) <= present
+            planted.append(Planted(case, commit, direction, bool(how), how or "missed", expected=not small))
     false_alerts: list[FalseAlert] = []
     for alert in alerts:
         if int(alert["id"]) in explained:

@@ -47,6 +47,7 @@ class ToyCommit:
     source: str  # the directory under runners/toy/source/ it was written from
     incident: int | None = None  # 1: graph breaks from a disabled kernel; 2: offload hooks during compile
     needs_flags: tuple[str, ...] = ()  # case flags without which the effect does not show
+    small_with: tuple[str, ...] = ()  # case flags with which it shows only a little (near 2 %)
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,7 @@ def _toy_commit(sha: str, step: Step, branch: str) -> ToyCommit:
         source=step.source,
         incident=step.incident,
         needs_flags=step.needs_flags,
+        small_with=step.small_with,
     )
 
 

@@ -85,3 +85,34 @@ def test_a_neutral_culprit_an_unaffected_case_and_a_missed_change_are_named() ->
         (2, "regression, which does not affect this case"),
     ]
     assert not card.perfect
+
+
+def test_a_change_small_by_design_in_a_case_is_optional_there() -> None:
+    small_fix = ToyCommit(
+        sha="6" * 40,
+        title="commit 6",
+        kind=ChangeKind.FIX,
+        effect="",
+        branch="main",
+        source="6",
+        needs_flags=COMPILE,
+        small_with=OFFLOAD,
+    )
+    history = (*HISTORY[:3], small_fix)
+    alerts = [alert(1, "compile", "regression", "3"), alert(2, "offload", "regression", "3")]
+    card = score(history, CASES, [*alerts, alert(3, "compile", "improvement", "6")])
+    [compile_fix, offload_fix] = [item for item in card.planted if item.commit is small_fix]
+    assert (compile_fix.expected, compile_fix.found) == (True, True)
+    assert (offload_fix.expected, offload_fix.found) == (False, False)  # not raised, not a miss
+    assert card.perfect
+    # Raised in the case where it is small: found, and not a false alert.
+    both = score(
+        history,
+        CASES,
+        [*alerts, alert(3, "compile", "improvement", "6"), alert(4, "offload", "improvement", "6")],
+    )
+    assert all(item.found for item in both.planted if item.commit is small_fix)
+    assert both.false_alerts == ()
+    # Where it is expected, no alert is a miss.
+    missed = score(history, CASES, alerts)
+    assert [(item.case, item.commit.sha[0]) for item in missed.missed] == [("compile", "6")]
