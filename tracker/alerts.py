@@ -186,8 +186,8 @@ def _matching_alert(context: _Context, change: Change) -> Alert | None:
     Exact matches first (first bad commit or culprit), then an alert in the same direction whose
     last-good..first-bad range holds the commit (bisection fills that range with runs). Within a
     few commits, an alert matches only if detection no longer reports a change at the alert's own
-    commits (the change moved), and never one that paired rounds refuted or confirmed (they tied
-    it to its commit).
+    commits (the change moved), and never one that paired rounds refuted, confirmed or found too
+    noisy (they measured it at its commit: a too-noisy suspect must not absorb a later change).
     """
     first_bad = context.commits[change.index].commit
     direction = _direction(change)
@@ -204,8 +204,12 @@ def _matching_alert(context: _Context, change: Change) -> Alert | None:
         if _direction(other) is direction and other is not change
     }
     for alert in same_way:
-        if alert.confirmation in (AlertConfirmation.REFUTED, AlertConfirmation.CONFIRMED):
-            continue  # paired rounds pinned it to its commit: a change nearby is another suspect
+        if alert.confirmation in (
+            AlertConfirmation.REFUTED,
+            AlertConfirmation.CONFIRMED,
+            AlertConfirmation.TOO_NOISY,
+        ):
+            continue  # paired rounds measured it at its commit: a change nearby is another suspect
         if alert.first_bad_commit_id in reported or alert.culprit_commit_id in reported:
             continue
         where = context.position(alert.first_bad_commit_id)

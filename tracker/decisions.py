@@ -338,6 +338,17 @@ def judge_confirmation(
     screened = set_aside_interfered(rounds, noise_pct=prior.noise_pct if prior is not None else None)
     rounds = screened.kept
     aside = screened.note()
+    if len(rounds) < 2:
+        # One round decides nothing, either way: it may be the interfered one left in.
+        few = f"{len(rounds)} usable round{'s' if len(rounds) != 1 else ''}{aside}"
+        if scheduled < policy.max_rounds:
+            grown = policy.grown(scheduled)
+            return ConfirmationJudgement(
+                ConfirmationOutcome.MORE_ROUNDS, grown, None, f"{few}: running {grown} rounds in all"
+            )
+        return ConfirmationJudgement(
+            ConfirmationOutcome.TOO_NOISY, scheduled, None, f"unconfirmed, too noisy: {few} at the cap"
+        )
     prior = policy.capped(prior)
     stats = _bounded(rounds, threshold_pct, prior, policy)
     way = "slower" if regression else "faster"

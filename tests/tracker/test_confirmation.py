@@ -88,3 +88,32 @@ def test_a_nightly_run_far_above_its_commit_s_paired_rounds_is_measured_again(se
     assert alert.direction.value == "improvement"
     assert alert.confirmation == "confirmed"
     assert alert.status is AlertStatus.OPEN
+
+
+def test_a_too_noisy_suspect_does_not_absorb_a_later_change(session: Session) -> None:
+    """The demo on a noisy host: a +4 % night at a neutral commit, its rounds too noisy to judge.
+
+    Detection then no longer reports that small step, and three nights later incident 1 lands
+    (+60 %). The too-noisy suspect was measured at its own commit by paired rounds: the new change
+    is a suspect of its own, confirmed, not an update of the old one.
+    """
+    bench = Bench(session)
+    rng = random.Random(6)
+    noisy = iter([1.00, 1.12, 0.99, 1.13, 1.01, 1.11, 0.98, 1.14] * 4)
+
+    def measure(commit: Commit, job: Job) -> float | None:
+        index = int(commit.sha[:7], 16)
+        level = BASE_MS * (1.6 if index >= 9 else 1.0)
+        if index == 6 and job.reason is JobReason.NIGHTLY:
+            return level * 1.04
+        if index == 6 and job.reason is JobReason.CONFIRM:
+            return level * next(noisy)
+        return level * (1 + rng.gauss(0, 0.003))
+
+    for index in range(10):
+        bench.nightly(commit_in(index))
+        bench.drain(measure)
+    by_commit = {alert.first_bad_commit.sha: alert for alert in series_alerts(session)}
+    assert by_commit[sha(6)].confirmation == "too_noisy"
+    assert by_commit[sha(9)].confirmation == "confirmed"
+    assert by_commit[sha(9)].direction.value == "regression"

@@ -314,3 +314,18 @@ def test_one_run_decides_a_bisection_step_only_far_from_the_midpoint() -> None:
     assert same.call is BisectCall.UNDECIDED
     with pytest.raises(ValueError, match="positive"):
         single_run_bisect_call(0.0, good_level=100.0, bad_level=110.0, noise_pct=0.5)
+
+
+def test_one_round_left_after_setting_aside_neither_refutes_nor_confirms() -> None:
+    # With a tight prior the one clean round would have refuted on its own; it might be the
+    # interfered one that stayed in, so more rounds decide.
+    judgement = judge_confirmation(
+        _rounds(0.1, 40.0), regression=True, threshold_pct=2.0, scheduled=2, prior=NoisePrior(0.3, 20)
+    )
+    assert judgement.outcome is ConfirmationOutcome.MORE_ROUNDS
+    assert judgement.rounds_wanted == 4
+    assert "1 usable round" in judgement.reason
+    at_cap = judge_confirmation(
+        _rounds(0.1, 40.0), regression=True, threshold_pct=2.0, scheduled=16, prior=NoisePrior(0.3, 20)
+    )
+    assert at_cap.outcome is ConfirmationOutcome.TOO_NOISY
