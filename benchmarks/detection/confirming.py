@@ -7,11 +7,13 @@ Each series is walked night by night, as the service sees it. After night ``t``'
    not new, as in the service's alert matching (``tracker.alerts._matching_alert``, simplified to
    commits and directions), when a suspect in the same direction has the same first bad commit,
    whatever its outcome (a refuted one only with the same last good commit: when the refutation
-   excluded the last good run, the first bad commit against an earlier one is a new question); or
-   when a *too noisy* one lies within ``MATCH_RADIUS`` commits and detection no longer reports a
-   change at that suspect's own commit (the change moved). Confirmed and refuted suspects match only their own commit: paired rounds tied them to it, so a change
-   found next to one is another suspect (a load phase refuted at its first night is found again
-   one night later, and refuted again);
+   excluded the last good run, the first bad commit against an earlier one is a new question).
+   Confirmed, refuted and too-noisy suspects match only their own commit: paired rounds measured
+   them there, so a change found next to one is another suspect (a load phase refuted at its
+   first night is found again one night later, and refuted again; a too-noisy suspect does not
+   take in a real change a few nights on). Not mirrored: the service also retires a too-noisy
+   suspect whose nightly run lies far above its commit's paired runs and measures that commit
+   again (``tracker.confirmation``); the benchmark's nights are drawn once;
 3. :func:`tracker.decisions.plan_change` plans it (everything here was measured by perftrack's
    runners, so ``can_rerun`` is true) and, for ``confirm``, paired rounds of the last good and first
    bad commits are drawn **on night t** (:func:`benchmarks.detection.runmodel.paired_round`) and
@@ -49,7 +51,6 @@ from tracker.decisions import (
     plan_change,
 )
 
-MATCH_RADIUS = 3
 # The prior as the service hands it over (``tracker.calibration.series_noise_prior``): the series'
 # noise with its differences as degrees of freedom, at most this many. ``judge_confirmation`` caps
 # the weight it gives it (``ConfirmationPolicy.max_prior_dof``), for the service and here alike.
@@ -94,9 +95,7 @@ def _direction(change: Change) -> int:
     return 1 if change.is_regression else -1
 
 
-def _matches(
-    suspects: list[Suspect], first_bad: int, last_good: int, direction: int, reported: set[tuple[int, int]]
-) -> bool:
+def _matches(suspects: list[Suspect], first_bad: int, last_good: int, direction: int) -> bool:
     """Whether a change at ``first_bad`` is a suspect already known (the service's matching).
 
     A refuted suspect whose *last good* run was the one excluded (the off run) no longer matches
@@ -107,12 +106,6 @@ def _matches(
             continue
         if known.first_bad == first_bad and (
             known.outcome is not ConfirmationOutcome.REFUTED or known.last_good == last_good
-        ):
-            return True
-        if (
-            known.outcome is ConfirmationOutcome.TOO_NOISY
-            and abs(known.first_bad - first_bad) <= MATCH_RADIUS
-            and (known.first_bad, direction) not in reported
         ):
             return True
     return False
@@ -213,7 +206,6 @@ def stream_with_confirmation(
         )
         prior = series_prior(detection, prior_dof)
         refuted: set[int] = set()
-        reported = {(kept[change.index], _direction(change)) for change in detection.changes}
         for change in detection.changes:
             first_bad = kept[change.index]
             direction = _direction(change)
@@ -221,7 +213,7 @@ def stream_with_confirmation(
             if plan.action is not ChangeAction.CONFIRM or plan.last_good_index is None:
                 continue
             last_good = kept[plan.last_good_index]
-            if _matches(suspects, first_bad, last_good, direction, reported):
+            if _matches(suspects, first_bad, last_good, direction):
                 continue
             outcome, rounds, stats = confirm(
                 series,

@@ -10,7 +10,6 @@ from rich.table import Table
 
 from benchmarks.detection.abpower import NOISE_LEVELS_PCT as AB_NOISE
 from benchmarks.detection.abpower import ROUND_COUNTS, TRUE_CHANGES_PCT, PowerCell
-from benchmarks.detection.confirming import MATCH_RADIUS
 from benchmarks.detection.dataset import (
     CHANGE_SIZES_PCT,
     FIX_SIZES_PCT,
@@ -221,7 +220,7 @@ def stream_tables(console: Console, stream: StreamTally, series: int, prior: str
     one_night = stream.one_night_recall(ONE_NIGHT_MIN_PCT)
     console.print(
         f"Streaming, with paired confirmation: {series} series, {stream.points} nightly points; detect_changes "
-        f"after every night, new changes (same commit, or within ±{MATCH_RADIUS} of a too-noisy one) "
+        "after every night, new changes (a suspect already judged matches its own commit only) "
         f"confirmed by paired rounds that night; judge_confirmation at {THRESHOLD_PCT:g} %, prior {prior}",
         highlight=False,
     )
