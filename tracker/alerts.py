@@ -248,19 +248,21 @@ def _suspect_again(context: _Context, alert: Alert, change: Change) -> None:
 
 
 def _retired_by_interference(context: _Context, change: Change) -> Alert | None:
-    """The alert at this change's first bad commit that rested on a run found interfered with.
+    """The retired alert at this change's first bad commit whose question is asked anew.
 
-    Its run left detection and its commit was measured again
-    (:func:`tracker.confirmation.settle_confirmation`); a change found there now, in either
-    direction, is that alert's question asked anew (one alert per series and first bad commit).
+    Either it rested on a run found interfered with (the run left detection and its commit was
+    measured again): a change found there now, in either direction, is that alert's question
+    anew; or its paired rounds showed a change the other way: a change reported there in that
+    direction is. One alert per series and first bad commit
+    (:func:`tracker.confirmation.settle_confirmation`).
     """
     first_bad = context.commits[change.index].commit
     for alert in context.alerts:
-        if (
-            alert.first_bad_commit_id == first_bad.id
-            and alert.status is AlertStatus.INVALID
-            and alert.evidence.get("interfered_runs")
-        ):
+        if alert.first_bad_commit_id != first_bad.id or alert.status is not AlertStatus.INVALID:
+            continue
+        if alert.evidence.get("interfered_runs"):
+            return alert
+        if alert.evidence.get("the_other_way") and alert.direction is not _direction(change):
             return alert
     return None
 

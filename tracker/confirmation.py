@@ -39,6 +39,7 @@ from tracker.models import (
     Candidate,
     Comparison,
     ComparisonKind,
+    ComparisonResult,
     ComparisonState,
     Direction,
     Job,
@@ -122,7 +123,10 @@ def settle_confirmation(*, session: Session, comparison: Comparison, now: dt.dat
     if verdict is wanted:
         _confirm(session, alert, note, now)
         return alert
-    if verdict is Verdict.NO_CHANGE:
+    if verdict is Verdict.NO_CHANGE and result is not None and _the_other_way(alert, result):
+        _reversed(alert, note, result, now)
+        _remeasure_interfered(session, alert, comparison, now)  # the neighbour that turned it round
+    elif verdict is Verdict.NO_CHANGE:
         _refute(session, alert, note, now)
     elif result is None or result.rounds_done == 0:
         alert.confirmation = AlertConfirmation.NOT_POSSIBLE
@@ -275,6 +279,39 @@ def _earlier_levels(session: Session, alert: Alert, window: int = 5) -> list[flo
         statistics.median(run.value for run in entry.runs)
         for entry in commits[max(0, start - window) : start]
     ]
+
+
+def _the_other_way(alert: Alert, result: ComparisonResult) -> bool:
+    """Whether the rounds that refuted the suspect lie beyond the threshold the other way."""
+    threshold = result.threshold_pct
+    if threshold is None or result.ci_low_pct is None or result.ci_high_pct is None:
+        return False
+    if alert.direction is Direction.REGRESSION:
+        return result.ci_high_pct <= -threshold
+    return result.ci_low_pct >= threshold
+
+
+def _reversed(alert: Alert, note: str, result: ComparisonResult, now: dt.datetime) -> None:
+    """Refuted, but the rounds show a change the other way: nothing is excluded, the question is reopened.
+
+    A series whose neighbouring nightly run was slowed down can make a real regression look like
+    an improvement at its commit (and the reverse). Excluding the first bad run as the odd one
+    would delete the change's own evidence, and confirming the other direction from these rounds
+    would answer a question nobody asked them: the alert is retired, and when detection reports
+    the change the other way at this commit, it is a suspect anew with paired rounds of its own
+    (:func:`tracker.alerts.evaluate_series`).
+    """
+    alert.confirmation = AlertConfirmation.REFUTED
+    alert.confirmed = False
+    alert.evidence = {**alert.evidence, "the_other_way": True}
+    way = "slower" if alert.direction is Direction.IMPROVEMENT else "faster"
+    record(
+        alert,
+        reason=f"{note}; the rounds show the commit {way} ({result.change_pct:+.1f} %): no run is left out, "
+        "and the change the other way is a suspect of its own once detection reports it",
+        now=now,
+        to_status=AlertStatus.INVALID,
+    )
 
 
 def _refute(session: Session, alert: Alert, note: str, now: dt.datetime) -> None:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from tests.tracker.bench import Bench
 from tests.tracker.test_alerts import BASE_MS, commit_in, series_alerts, sha
 from tracker.confirmation import odd_side
+from tracker.jobs import PRIORITY
 from tracker.models import AlertStatus, Commit, Job, JobReason, Run
 
 
@@ -117,3 +118,43 @@ def test_a_too_noisy_suspect_does_not_absorb_a_later_change(session: Session) ->
     assert by_commit[sha(6)].confirmation == "too_noisy"
     assert by_commit[sha(9)].confirmation == "confirmed"
     assert by_commit[sha(9)].direction.value == "regression"
+
+
+def test_a_suspect_whose_rounds_show_the_other_way_is_asked_anew_in_that_direction(session: Session) -> None:
+    """The demo's compile case: incident 1 lands the night after a neutral night ran slow.
+
+    Night 5 (neutral) ran 90 % slow and its own rounds could not run, so its run stayed in the
+    series; night 6 brings a real +65 %, which next to night 5 looks like an improvement. Its paired
+    rounds refute the improvement and show +65 %. The first bad run is the change's own evidence
+    and stays; night 5's run lies far above commit 5's paired runs, so it leaves detection and
+    commit 5 is measured again; the regression at commit 6 is then a suspect of its own, confirmed
+    by rounds of its own.
+    """
+    bench = Bench(session)
+    rng = random.Random(9)
+
+    def measure(commit: Commit, job: Job) -> float | None:
+        index = int(commit.sha[:7], 16)
+        level = BASE_MS * (1.65 if index >= 6 else 1.0)
+        if index == 5 and job.reason is JobReason.NIGHTLY and job.priority < PRIORITY[JobReason.CONFIRM]:
+            level *= 1.9  # the first nightly run of commit 5, not its re-measurement
+        if index == 5 and job.reason is JobReason.CONFIRM and job.alert_id == 1:
+            return None  # commit 5's own rounds could not run
+        return level * (1 + rng.gauss(0, 0.003))
+
+    for index in range(8):
+        bench.nightly(commit_in(index))
+        bench.drain(measure)
+    alerts = [alert for alert in series_alerts(session) if alert.first_bad_commit.sha == sha(6)]
+    assert len(alerts) == 1
+    [alert] = alerts
+    assert (alert.direction.value, alert.confirmation, alert.status) == (
+        "regression",
+        "confirmed",
+        AlertStatus.OPEN,
+    )
+    reasons = " | ".join(event.reason for event in alert.events)
+    assert "the rounds show the commit slower" in reasons
+    assert "a suspect again" in reasons
+    excluded = session.scalars(select(Run).where(Run.excluded_reason.like("interfered with%"))).all()
+    assert [run.commit.sha for run in excluded] == [sha(5)]
