@@ -127,7 +127,7 @@ def settle_confirmation(*, session: Session, comparison: Comparison, now: dt.dat
         _reversed(alert, note, result, now)
         _remeasure_interfered(session, alert, comparison, now)  # the neighbour that turned it round
     elif verdict is Verdict.NO_CHANGE:
-        _refute(session, alert, note, now)
+        _refute(session, alert, note, now, comparison)
     elif result is None or result.rounds_done == 0:
         alert.confirmation = AlertConfirmation.NOT_POSSIBLE
         record(alert, reason=f"could not measure the paired rounds ({note}); left open unconfirmed", now=now)
@@ -314,18 +314,34 @@ def _reversed(alert: Alert, note: str, result: ComparisonResult, now: dt.datetim
     )
 
 
-def _refute(session: Session, alert: Alert, note: str, now: dt.datetime) -> None:
-    """Refuted: the nightly run that made the false step leaves detection (:func:`odd_side`)."""
+def _refute(
+    session: Session, alert: Alert, note: str, now: dt.datetime, comparison: Comparison | None = None
+) -> None:
+    """Refuted: the nightly run that made the false step leaves detection.
+
+    The rounds measured both commits: a nightly run far above its own commit's paired runs was
+    slowed down (:func:`tracker.decisions.interfered_runs`) and is the one to leave out. When
+    neither or both stand out that way, :func:`odd_side` decides from the series.
+    """
     before, after = alert.before_value, alert.after_value
     good_runs = _series_runs(session, alert, alert.last_good_commit_id)
     side = "first_bad"
-    if good_runs:
+    by_rounds = _side_by_rounds(session, alert, comparison, good_runs) if comparison is not None else None
+    if by_rounds is not None:
+        side = by_rounds
+    elif good_runs:
         last_good = statistics.median(run.denoise_step_ms or 0.0 for run in good_runs)
         side = odd_side(
             last_good=last_good, earlier=_earlier_levels(session, alert), before=before, after=after
         )
     excluded = []
-    if side == "last_good":
+    if by_rounds == "last_good":
+        odd = good_runs
+        why = "the last good commit's run lay far above its paired runs"
+    elif by_rounds == "first_bad":
+        odd = _series_runs(session, alert, alert.first_bad_commit_id)
+        why = "the first bad commit's run lay far above its paired runs"
+    elif side == "last_good":
         odd = good_runs
         why = "the last good commit's run stood apart from the commits before it"
     else:
@@ -355,6 +371,28 @@ def _refute(session: Session, alert: Alert, note: str, now: dt.datetime) -> None
         now=now,
         to_status=AlertStatus.INVALID,
     )
+
+
+def _side_by_rounds(
+    session: Session, alert: Alert, comparison: Comparison, good_runs: list[Run]
+) -> str | None:
+    """``"last_good"`` or ``"first_bad"`` when exactly that commit's nightly run lay far above its arm."""
+    judged = judged_against(session=session, case=alert.case, hardware=alert.hardware_kind)
+    noise = judged.prior.noise_pct if judged.prior is not None else None
+    bad_runs = _series_runs(session, alert, alert.first_bad_commit_id)
+    slowed = {
+        side: bool(
+            interfered_runs(
+                [run.denoise_step_ms or 0.0 for run in runs],
+                reference=_arm_values(session, comparison, arm),
+                noise_pct=noise,
+            )
+        )
+        for side, arm, runs in (("last_good", Arm.BASE, good_runs), ("first_bad", Arm.HEAD, bad_runs))
+    }
+    if slowed["last_good"] != slowed["first_bad"]:
+        return "last_good" if slowed["last_good"] else "first_bad"
+    return None
 
 
 def _runner_names(session: Session, runner_ids: list[int | None]) -> dict[object, str]:

@@ -158,3 +158,33 @@ def test_a_suspect_whose_rounds_show_the_other_way_is_asked_anew_in_that_directi
     assert "a suspect again" in reasons
     excluded = session.scalars(select(Run).where(Run.excluded_reason.like("interfered with%"))).all()
     assert [run.commit.sha for run in excluded] == [sha(5)]
+
+
+def test_a_refuted_suspect_leaves_out_the_nightly_run_that_lay_above_its_own_paired_runs(
+    session: Session,
+) -> None:
+    """The demo's offload case: the CFG speed-up (-30 %), then a neutral night that ran 19 % slow.
+
+    Against the commits before it the speed-up's own run "stood apart", so the series alone would
+    blame it; the paired rounds measured both commits at the new level, and only the neutral
+    night's run lay far above its own commit's rounds: that run leaves detection.
+    """
+    bench = Bench(session)
+    rng = random.Random(10)
+
+    def measure(commit: Commit, job: Job) -> float | None:
+        index = int(commit.sha[:7], 16)
+        level = BASE_MS * (0.7 if index >= 5 else 1.0)
+        if index == 6 and job.reason is JobReason.NIGHTLY:
+            level *= 1.19
+        return level * (1 + rng.gauss(0, 0.003))
+
+    for index in range(7):
+        bench.nightly(commit_in(index))
+        bench.drain(measure)
+    refuted = [alert for alert in series_alerts(session) if alert.confirmation == "refuted"]
+    assert [alert.first_bad_commit.sha for alert in refuted] == [sha(6)]
+    excluded = session.scalars(select(Run).where(Run.excluded_reason.is_not(None))).all()
+    assert [run.commit.sha for run in excluded] == [sha(6)]
+    speedup = [alert for alert in series_alerts(session) if alert.first_bad_commit.sha == sha(5)]
+    assert [alert.confirmation for alert in speedup] == ["confirmed"]
