@@ -597,7 +597,12 @@ def test_default_workloads_offer_real_sglang_and_the_toy(tmp_path: Path) -> None
     assert real.workdir == "job_dir"
     assert toy.generate_executable == (sys.executable, "-m", "toydit", "generate")
     assert (toy.workdir, toy.tree_on_pythonpath) == ("tree", True)
-    assert toy.extra_env == {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    # The ISA setting in the environment too: a run forked from a preloaded interpreter imported
+    # torch before the toy could set it, and must compile with the same inductor config.
+    assert toy.extra_env == {
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+        "TORCHINDUCTOR_VEC_ISA_OK": "1",
+    }
 
 
 def test_package_versions_read_torch_s_cuda_without_importing_torch(tmp_path: Path) -> None:
