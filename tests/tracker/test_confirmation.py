@@ -138,8 +138,8 @@ def test_a_suspect_whose_rounds_show_the_other_way_is_asked_anew_in_that_directi
         level = BASE_MS * (1.65 if index >= 6 else 1.0)
         if index == 5 and job.reason is JobReason.NIGHTLY and job.priority < PRIORITY[JobReason.CONFIRM]:
             level *= 1.9  # the first nightly run of commit 5, not its re-measurement
-        if index == 5 and job.reason is JobReason.CONFIRM and job.alert_id == 1:
-            return None  # commit 5's own rounds could not run
+        if index == 5 and job.reason is JobReason.CONFIRM and job.arm is not None and job.arm.value == "head":
+            return None  # commit 5's own rounds (where it is the first bad commit) could not run
         return level * (1 + rng.gauss(0, 0.003))
 
     for index in range(8):
