@@ -147,6 +147,8 @@ def evaluate_series(
             if primary.get(alert.id, change) is not change:
                 continue  # a part of a change the alert already stands for (e.g. inside its range)
             if _refuted_on_last_good(alert) and _last_good_of(context, change) != alert.last_good_commit_id:
+                if _explained_by_confirmed(context, change):
+                    continue  # the step from the new last good commit is a confirmed alert's
                 _suspect_again(context, alert, change)  # its odd run, the last good one, is gone
                 touched.append(alert)
                 continue
@@ -227,6 +229,29 @@ def _refuted_on_last_good(alert: Alert) -> bool:
 
 def _last_good_of(context: _Context, change: Change) -> int | None:
     return context.commits[change.index - 1].commit.id if change.index > 0 else None
+
+
+def _explained_by_confirmed(context: _Context, change: Change) -> bool:
+    """Whether a confirmed alert the same way starts between the change's last good and first bad.
+
+    With the last good commit's run left out, the change spans the commit before it too (which may
+    have no series run left); when a confirmed alert stands for a step there, asking again would
+    raise that step a second time. Commits are placed by the series' order (commit time, id).
+    """
+    direction = _direction(change)
+    last_good = context.commits[change.index - 1].commit
+    first_bad = context.commits[change.index].commit
+
+    def key(commit: Commit) -> tuple[dt.datetime, int]:
+        return (commit.committed_at, commit.id)
+
+    for alert in context.alerts:
+        if alert.direction is not direction or alert.confirmation != AlertConfirmation.CONFIRMED:
+            continue
+        starts = [commit for commit in (alert.first_bad_commit, alert.culprit_commit) if commit is not None]
+        if any(key(last_good) < key(commit) < key(first_bad) for commit in starts):
+            return True
+    return False
 
 
 def _suspect_again(context: _Context, alert: Alert, change: Change) -> None:

@@ -188,3 +188,35 @@ def test_a_refuted_suspect_leaves_out_the_nightly_run_that_lay_above_its_own_pai
     assert [run.commit.sha for run in excluded] == [sha(6)]
     speedup = [alert for alert in series_alerts(session) if alert.first_bad_commit.sha == sha(5)]
     assert [alert.confirmation for alert in speedup] == ["confirmed"]
+
+
+def test_a_suspect_refuted_on_its_last_good_run_does_not_raise_a_confirmed_step_twice(
+    session: Session,
+) -> None:
+    """The demo's compile case: the CFG speed-up confirmed, its own nightly run 7 % slow.
+
+    The next (neutral) night looked 6 % faster than that run; its rounds refuted it and left the
+    speed-up's slow run out. Judged against the commit before the speed-up, the neutral commit
+    would be the speed-up again: a second alert for one change. The confirmed alert stands for it.
+    """
+    bench = Bench(session)
+    rng = random.Random(11)
+
+    def measure(commit: Commit, job: Job) -> float | None:
+        index = int(commit.sha[:7], 16)
+        level = BASE_MS * (0.7 if index >= 6 else 1.0)
+        if index == 6 and job.reason is JobReason.NIGHTLY:
+            level *= 1.07
+        return level * (1 + rng.gauss(0, 0.003))
+
+    for index in range(9):
+        bench.nightly(commit_in(index))
+        bench.drain(measure)
+    improvements = [
+        alert
+        for alert in series_alerts(session)
+        if alert.direction.value == "improvement" and alert.confirmation == "confirmed"
+    ]
+    assert [alert.first_bad_commit.sha for alert in improvements] == [sha(6)]
+    refuted = [alert for alert in series_alerts(session) if alert.confirmation == "refuted"]
+    assert [alert.first_bad_commit.sha for alert in refuted] == [sha(7)]
