@@ -305,7 +305,14 @@ def _suspect_anew(context: _Context, alert: Alert, change: Change) -> None:
         key: value
         for key, value in alert.evidence.items()
         if key
-        not in ("interfered_runs", "paired_levels_ms", "paired_change_pct", "paired_ci_pct", "paired_rounds")
+        not in (
+            "interfered_runs",
+            "the_other_way",
+            "paired_levels_ms",
+            "paired_change_pct",
+            "paired_ci_pct",
+            "paired_rounds",
+        )
     }
     alert.evidence = {**kept, **_evidence(context, change)}
     record(

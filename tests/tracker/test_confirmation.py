@@ -156,6 +156,7 @@ def test_a_suspect_whose_rounds_show_the_other_way_is_asked_anew_in_that_directi
     reasons = " | ".join(event.reason for event in alert.events)
     assert "the rounds show the commit slower" in reasons
     assert "a suspect again" in reasons
+    assert "the_other_way" not in alert.evidence  # asked anew: a later refutation starts afresh
     excluded = session.scalars(select(Run).where(Run.excluded_reason.like("interfered with%"))).all()
     assert [run.commit.sha for run in excluded] == [sha(5)]
 
