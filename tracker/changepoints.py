@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -94,6 +94,7 @@ def detect_changes(
     noise_floor_from_calibration_pct: float | None = None,
     prior_noise_pct: float | None = None,
     prior_noise_dof: int = 0,
+    known_breaks: Collection[int] = (),
 ) -> Detection:
     """Find the changes of level in a series.
 
@@ -115,6 +116,13 @@ def detect_changes(
         short for one, so a young series is judged against measured noise, not single runs.
     prior_noise_dof
         Degrees of freedom of that prior (calibration rounds - 1).
+    known_breaks
+        Positions (in ``commits``) where a change is already known to start: confirmed alerts,
+        with their culprit where bisection named one. The noise estimate leaves the difference
+        across each out from the start. A young series with several real changes would otherwise
+        count them as noise (three steps in seven commits make most of its differences), raise its
+        threshold past the next change and never find the ones it would have to find its way
+        out with.
 
     Returns
     -------
@@ -131,11 +139,13 @@ def detect_changes(
             raise ValueError(f"commit {position} has no value; leave it out")
         if any(value <= 0 or not math.isfinite(value) for value in values):
             raise ValueError(f"commit {position} has a value that is not positive and finite")
+    known = {position for position in known_breaks if 0 < position < len(runs)}
     history = run_to_run_noise(
         runs,
         lookback=config.lookback,
         min_differences=config.min_noise_differences,
         floor_pct=config.noise_floor_pct,
+        breaks=known,
     )
     noise = pooled_noise(history, prior_noise_pct, prior_noise_dof)
     floors = [threshold_pct]
@@ -154,7 +164,7 @@ def detect_changes(
                 lookback=config.lookback,
                 min_differences=config.min_noise_differences,
                 floor_pct=config.noise_floor_pct,
-                breaks=_breaks(changes),
+                breaks=_breaks(changes) | known,
             )
             refined = pooled_noise(refined_history, prior_noise_pct, prior_noise_dof)
             if refined is not None and refined.cv_pct < noise.cv_pct:

@@ -16,6 +16,8 @@ from sqlalchemy.orm import Session
 from tracker.changepoints import Detection, DetectorConfig, detect_changes, noise_threshold_pct
 from tracker.models import (
     Alert,
+    AlertConfirmation,
+    AlertStatus,
     Calibration,
     Candidate,
     Case,
@@ -121,8 +123,39 @@ def detect_series(
         noise_floor_from_calibration_pct=floor,
         prior_noise_pct=prior_pct,
         prior_noise_dof=prior_dof,
+        known_breaks=known_breaks(session=session, case=case, hardware=hardware, commits=commits),
     )
     return commits, detection
+
+
+def known_breaks(
+    *, session: Session, case: Case, hardware: HardwareKind, commits: list[SeriesCommit]
+) -> set[int]:
+    """Positions in ``commits`` where a confirmed alert of the series says the level changes.
+
+    The culprit where bisection named one and the series holds it (its bisection runs put it
+    there), the first bad commit otherwise; and the commit that fixed it, where one did. Refuted,
+    too-noisy and invalid alerts are no evidence of a change; an alert confirmed on imported runs
+    (``held``) is.
+    """
+    positions = {entry.commit.id: index for index, entry in enumerate(commits)}
+    alerts = session.execute(
+        select(Alert.first_bad_commit_id, Alert.culprit_commit_id, Alert.fixed_by_commit_id).where(
+            Alert.case_id == case.id,
+            Alert.hardware_kind_id == hardware.id,
+            Alert.confirmation.in_((AlertConfirmation.CONFIRMED.value, AlertConfirmation.HELD.value)),
+            Alert.status != AlertStatus.INVALID,
+        )
+    ).all()
+    breaks = set()
+    for first_bad, culprit, fixed_by in alerts:
+        position = positions.get(culprit) if culprit is not None else None
+        if position is None:
+            position = positions.get(first_bad)
+        for start in (position, positions.get(fixed_by) if fixed_by is not None else None):
+            if start is not None and start > 0:
+                breaks.add(start)
+    return breaks
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 Each series is walked night by night, as the service sees it. After night ``t``'s run lands:
 
-1. ``detect_changes`` runs on the series so far, leaving out the runs refuted suspects excluded;
+1. ``detect_changes`` runs on the series so far, leaving out the runs refuted suspects excluded,
+   with the first bad commits of confirmed suspects as known breaks (the service passes its
+   confirmed alerts' culprits and first bad commits, ``tracker.series_state.known_breaks``);
 2. every change it reports (established or a suspect) that is **new** becomes a suspect. It is
    not new, as in the service's alert matching (``tracker.alerts._matching_alert``, simplified to
    commits and directions), when a suspect in the same direction has the same first bad commit,
@@ -201,8 +203,12 @@ def stream_with_confirmation(
         kept.append(night)
         if len(kept) < 2:
             continue
+        confirmed = {suspect.first_bad for suspect in suspects if suspect.outcome is ConfirmationOutcome.CONFIRMED}
         detection = detect_changes(
-            [[series.values[index]] for index in kept], threshold_pct=threshold_pct, config=config
+            [[series.values[index]] for index in kept],
+            threshold_pct=threshold_pct,
+            config=config,
+            known_breaks=[position for position, index in enumerate(kept) if index in confirmed],
         )
         prior = series_prior(detection, prior_dof)
         refuted: set[int] = set()
