@@ -203,7 +203,9 @@ def stream_with_confirmation(
         kept.append(night)
         if len(kept) < 2:
             continue
-        confirmed = {suspect.first_bad for suspect in suspects if suspect.outcome is ConfirmationOutcome.CONFIRMED}
+        confirmed = {
+            suspect.first_bad for suspect in suspects if suspect.outcome is ConfirmationOutcome.CONFIRMED
+        }
         detection = detect_changes(
             [[series.values[index]] for index in kept],
             threshold_pct=threshold_pct,

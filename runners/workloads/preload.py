@@ -50,7 +50,9 @@ FORKED_MODE = "forked from preloaded interpreter"
 # PYTHONPATH is the exception: the child rebuilds sys.path from its own (it only places imports).
 IMPORT_SENSITIVE = ("TORCH", "PYTORCH", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "CUDA", "LD_", "PYTHON")
 REBUILT_IN_CHILD = frozenset({"PYTHONPATH"})
-DEMO_PRELOAD = ("torch", "torch._dynamo", "torch._inductor.codecache")
+# torch._inductor.compile_fx is what the first torch.compile() call imports: 0.9 s of a toy run
+# when the child has to import it itself (measured 2026-12-01, docs/runner-preload.md).
+DEMO_PRELOAD = ("torch", "torch._dynamo", "torch._inductor.codecache", "torch._inductor.compile_fx")
 _REPLY_TIMEOUT_S = 30.0
 
 

@@ -183,3 +183,24 @@ def test_two_runs_at_a_new_level_are_a_suspect_at_the_right_commit() -> None:
     ]
     three = detect_changes(series(43, noise_pct=0.5, seed=61, steps={40: 9.0}), threshold_pct=2.0)
     assert [(change.index, change.established) for change in three.changes] == [(40, True)]
+
+
+def test_known_breaks_keep_real_steps_out_of_the_noise() -> None:
+    # A young series: +70 %, -34 %, then +45 % on the newest night (the demo's offload case).
+    young = [[1.14], [1.94, 1.95], [1.89], [1.28], [1.32], [1.90]]
+    counted = detect_changes(young, threshold_pct=2.0, prior_noise_pct=1.85, prior_noise_dof=2)
+    assert counted.noise is not None
+    assert counted.noise.cv_pct > 10.0
+    assert not any(change.index == 5 for change in counted.changes)
+    known = detect_changes(
+        young, threshold_pct=2.0, prior_noise_pct=1.85, prior_noise_dof=2, known_breaks={1, 3}
+    )
+    assert known.noise is not None
+    assert known.noise.cv_pct < 3.0
+    [newest] = [change for change in known.changes if change.index == 5]
+    assert newest.change_pct == pytest.approx(45.0, abs=3.0)
+    # Positions outside the series are ignored, not an error.
+    assert (
+        detect_changes(young, threshold_pct=2.0, known_breaks={0, 6, 99}).noise
+        == detect_changes(young, threshold_pct=2.0).noise
+    )
