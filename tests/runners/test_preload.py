@@ -62,6 +62,16 @@ def main():
         print("about to die", flush=True)
         os.kill(os.getpid(), int(sys.argv[2]))
         time.sleep(5)
+    elif action == "ending":
+        import atexit, ctypes, threading
+        atexit.register(lambda: print("atexit ran", flush=True))
+        late = threading.Thread(target=lambda: (time.sleep(0.3), print("thread done", flush=True)))
+        late.start()
+        libc = ctypes.CDLL(None)
+        libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 0, 65536)  # fully buffered
+        libc.printf(b"from C\\n")
+        sys.stdout.write("left in the buffer\\n")  # a pipe: block-buffered, not flushed yet
+        sys.exit(int(sys.argv[2]))
     elif action == "hang":
         worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         print("PIDS " + json.dumps([os.getpid(), worker.pid]), flush=True)
@@ -176,6 +186,20 @@ def test_exit_status_reaches_the_runner_as_a_subprocess_would(
         assert forked_lines[-1] == fresh_lines[-1] == "ValueError: boom from the benchmark"
     if args[0] == "message":
         assert forked_lines == fresh_lines == ["a message for stderr"]
+
+
+@pytest.mark.parametrize("code", [0, 4])
+def test_a_run_ends_as_python_ends_it(launcher: PreloadLauncher, tree: Path, code: int) -> None:
+    # The child skips the interpreter's finalization, nothing else: threads are waited for,
+    # atexit handlers run, Python's buffers and C's stdio are flushed.
+    forked, forked_lines = run(launcher, tree, "ending", str(code), env=job_env(PYTHONUNBUFFERED="0"))
+    fresh, fresh_lines = run(
+        SubprocessLauncher(), tree, "ending", str(code), env=job_env(PYTHONUNBUFFERED="0")
+    )
+    assert forked.launch["mode"] == FORKED_MODE
+    assert forked.exit_code == fresh.exit_code == code
+    assert sorted(forked_lines) == sorted(fresh_lines)
+    assert {"thread done", "atexit ran", "from C", "left in the buffer"} <= set(forked_lines)
 
 
 def test_a_timeout_kills_the_whole_process_group(launcher: PreloadLauncher, tree: Path) -> None:
