@@ -11,7 +11,7 @@ rounds refuted are not alerts and are not listed there), against the toy history
   planted commit in a case it does not affect, or in the wrong direction, is a **false alert**.
 
 A commit affects a case when the case runs with every flag the commit's effect needs. Where its
-effect is small by design (``small_with``: the custom-op fix in the offload case, -2 to -5 %
+effect is small by design (``small_with``: the custom-op fix in the offload case, +1 to -5 %
 beside incident 2, near the 2 % threshold), it is *not expected*: an alert for it counts as found,
 none is not a miss.
 """
