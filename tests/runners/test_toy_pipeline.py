@@ -151,12 +151,9 @@ def test_log_and_dump_parse_to_the_measured_request(baseline: Generated, toy: To
     assert baseline.dump is not None
     # Steps are timed in CPU time: where other processes took more than 5 % of the denoising
     # stage's wall time, the log's average step times the step count falls short of the stage
-    # time, and the parser says so. That is the only warning a toy run may bring.
-    cpu = sum(step["duration_ms"] for step in baseline.dump["denoise_steps_ms"])
-    if cpu >= 0.95 * sum(baseline.dump["denoise_steps_wall_ms"]):
-        assert parsed.warnings == ()
-    else:
-        assert all("differs from the denoising stage time" in warning for warning in parsed.warnings)
+    # time, and the parser says so; the log's average (0.1 ms resolution, about a millisecond a
+    # step) can miss by 5 % on its own. That is the only warning a toy run may bring.
+    assert all("differs from the denoising stage time" in warning for warning in parsed.warnings)
     assert parsed.sources == ("log", "perf_dump")
     assert (parsed.requests_seen, parsed.warmup_requests) == (2, 1)
     assert parsed.denoise_step_count == STEPS
