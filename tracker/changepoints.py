@@ -120,9 +120,8 @@ def detect_changes(
         Positions (in ``commits``) where a change is already known to start: confirmed alerts,
         with their culprit where bisection named one. The noise estimate leaves the difference
         across each out from the start. A young series with several real changes would otherwise
-        count them as noise (three steps in seven commits make most of its differences), raise its
-        threshold past the next change and never find the ones it would have to find its way
-        out with.
+        count them as noise (three steps in seven commits make most of its differences) and raise
+        its threshold past the next change.
 
     Returns
     -------

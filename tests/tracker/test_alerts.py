@@ -246,6 +246,21 @@ def test_triage_moves_and_records_who_and_why(session: Session) -> None:
     assert JobState.DONE  # the enum stays importable for readers of this module
 
 
+def calibrate(bench: Bench, *, round_noise_pct: float) -> None:
+    """An A/A calibration of three rounds for the bench's series."""
+    bench.session.add(
+        Calibration(
+            case_id=bench.case.id,
+            hardware_kind_id=bench.kind.id,
+            rounds=3,
+            round_noise_pct=round_noise_pct,
+            threshold_pct=2.0,
+            false_verdict_rate={},
+            mde_pct={},
+        )
+    )
+
+
 # The toy DiT's offload case as the demo measures it (ms per step): a regression (3), half fixed
 # (6), a speed-up (7), a second regression (9) fixed two commits later (11). Nightly runs skip
 # commits 3, 4 and 9, so both regressions are bisected.
@@ -256,20 +271,9 @@ TOY_NIGHTS = [0, 1, 2, 5, 6, 7, 8, 10, 11, 12]
 @pytest.mark.parametrize("seed", range(1, 7))
 def test_a_dense_history_gets_every_change_its_culprit_and_its_fix(session: Session, seed: int) -> None:
     bench = Bench(session, case="qwen-image-t2i-1024")
-    kind = bench.kind
     for index in range(len(TOY_LEVELS)):
         bench.commit(commit_in(index))
-    session.add(
-        Calibration(
-            case_id=bench.case.id,
-            hardware_kind_id=kind.id,
-            rounds=3,
-            round_noise_pct=1.5,
-            threshold_pct=2.0,
-            false_verdict_rate={},
-            mde_pct={},
-        )
-    )
+    calibrate(bench, round_noise_pct=1.5)
     rng = random.Random(seed)
 
     def measure(commit: Commit, job: Job) -> float | None:
@@ -338,17 +342,7 @@ def test_a_young_series_does_not_count_its_confirmed_steps_as_noise(session: Ses
     bench = Bench(session, case="qwen-image-t2i-1024")
     for index in range(len(YOUNG_LEVELS)):
         bench.commit(commit_in(index))
-    session.add(
-        Calibration(
-            case_id=bench.case.id,
-            hardware_kind_id=bench.kind.id,
-            rounds=3,
-            round_noise_pct=1.85,
-            threshold_pct=2.0,
-            false_verdict_rate={},
-            mde_pct={},
-        )
-    )
+    calibrate(bench, round_noise_pct=1.85)
     rng = random.Random(seed)
 
     def measure(commit: Commit, job: Job) -> float | None:
