@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import statistics
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -147,18 +148,10 @@ def _remeasure_interfered(session: Session, alert: Alert, comparison: Comparison
     that no paired rounds can confirm. It leaves detection with the reason shown, and its commit is
     measured once more, ahead of the next nightly, so the series gets that commit's real level.
     """
-    judged = judged_against(session=session, case=alert.case, hardware=alert.hardware_kind)
-    noise = judged.prior.noise_pct if judged.prior is not None else None
     excluded = []
-    for arm, commit_id in ((Arm.BASE, alert.last_good_commit_id), (Arm.HEAD, alert.first_bad_commit_id)):
-        reference = _arm_values(session, comparison, arm)
-        nightly = _series_runs(session, alert, commit_id)
-        odd = interfered_runs(
-            [run.denoise_step_ms or 0.0 for run in nightly], reference=reference, noise_pct=noise
-        )
-        for index in odd:
-            run = nightly[index]
-            level = sorted(reference)[(len(reference) - 1) // 2]
+    for side in _nightly_against_rounds(session, alert, comparison):
+        for run in side.interfered:
+            level = sorted(side.reference)[(len(side.reference) - 1) // 2]
             run.excluded_reason = (
                 f"interfered with: {run.denoise_step_ms:.3g} ms against {level:.3g} ms for the same commit "
                 f"in the paired rounds of alert {alert.id}; measured again"
@@ -185,6 +178,32 @@ def _remeasure_interfered(session: Session, alert: Alert, comparison: Comparison
             now=now,
             to_status=AlertStatus.INVALID,
         )
+
+
+@dataclass(frozen=True)
+class _NightlySide:
+    """One end of a suspect: its commit's nightly runs, against that commit's arm in the rounds."""
+
+    runs: list[Run]
+    reference: list[float]  # the arm's clean values in the paired rounds
+    interfered: list[Run]  # nightly runs far above them (:func:`tracker.decisions.interfered_runs`)
+
+
+def _nightly_against_rounds(
+    session: Session, alert: Alert, comparison: Comparison
+) -> tuple[_NightlySide, _NightlySide]:
+    """The last good and the first bad commit's nightly runs, each against its own paired arm."""
+    judged = judged_against(session=session, case=alert.case, hardware=alert.hardware_kind)
+    noise = judged.prior.noise_pct if judged.prior is not None else None
+    sides = []
+    for arm, commit_id in ((Arm.BASE, alert.last_good_commit_id), (Arm.HEAD, alert.first_bad_commit_id)):
+        runs = _series_runs(session, alert, commit_id)
+        reference = _arm_values(session, comparison, arm)
+        odd = interfered_runs(
+            [run.denoise_step_ms or 0.0 for run in runs], reference=reference, noise_pct=noise
+        )
+        sides.append(_NightlySide(runs, reference, [runs[index] for index in odd]))
+    return sides[0], sides[1]
 
 
 def _arm_values(session: Session, comparison: Comparison, arm: Arm) -> list[float]:
@@ -314,9 +333,7 @@ def _reversed(alert: Alert, note: str, result: ComparisonResult, now: dt.datetim
     )
 
 
-def _refute(
-    session: Session, alert: Alert, note: str, now: dt.datetime, comparison: Comparison | None = None
-) -> None:
+def _refute(session: Session, alert: Alert, note: str, now: dt.datetime, comparison: Comparison) -> None:
     """Refuted: the nightly run that made the false step leaves detection.
 
     The rounds measured both commits: a nightly run far above its own commit's paired runs was
@@ -324,9 +341,12 @@ def _refute(
     neither or both stand out that way, :func:`odd_side` decides from the series.
     """
     before, after = alert.before_value, alert.after_value
-    good_runs = _series_runs(session, alert, alert.last_good_commit_id)
+    good, bad = _nightly_against_rounds(session, alert, comparison)
+    good_runs, bad_runs = good.runs, bad.runs
     side = "first_bad"
-    by_rounds = _side_by_rounds(session, alert, comparison, good_runs) if comparison is not None else None
+    by_rounds = None  # exactly one end's nightly run lay far above its paired runs
+    if bool(good.interfered) != bool(bad.interfered):
+        by_rounds = "last_good" if good.interfered else "first_bad"
     if by_rounds is not None:
         side = by_rounds
     elif good_runs:
@@ -339,7 +359,7 @@ def _refute(
         odd = good_runs
         why = "the last good commit's run lay far above its paired runs"
     elif by_rounds == "first_bad":
-        odd = _series_runs(session, alert, alert.first_bad_commit_id)
+        odd = bad_runs
         why = "the first bad commit's run lay far above its paired runs"
     elif side == "last_good":
         odd = good_runs
@@ -348,7 +368,7 @@ def _refute(
         step = math.log(after / before) if after != before else 0.0
         odd = [
             run
-            for run in _series_runs(session, alert, alert.first_bad_commit_id)
+            for run in bad_runs
             if step != 0 and math.log((run.denoise_step_ms or before) / before) / step >= 0.5
         ]
         why = "the first bad commit's run stood at the suspect's level"
@@ -371,28 +391,6 @@ def _refute(
         now=now,
         to_status=AlertStatus.INVALID,
     )
-
-
-def _side_by_rounds(
-    session: Session, alert: Alert, comparison: Comparison, good_runs: list[Run]
-) -> str | None:
-    """``"last_good"`` or ``"first_bad"`` when exactly that commit's nightly run lay far above its arm."""
-    judged = judged_against(session=session, case=alert.case, hardware=alert.hardware_kind)
-    noise = judged.prior.noise_pct if judged.prior is not None else None
-    bad_runs = _series_runs(session, alert, alert.first_bad_commit_id)
-    slowed = {
-        side: bool(
-            interfered_runs(
-                [run.denoise_step_ms or 0.0 for run in runs],
-                reference=_arm_values(session, comparison, arm),
-                noise_pct=noise,
-            )
-        )
-        for side, arm, runs in (("last_good", Arm.BASE, good_runs), ("first_bad", Arm.HEAD, bad_runs))
-    }
-    if slowed["last_good"] != slowed["first_bad"]:
-        return "last_good" if slowed["last_good"] else "first_bad"
-    return None
 
 
 def _runner_names(session: Session, runner_ids: list[int | None]) -> dict[object, str]:

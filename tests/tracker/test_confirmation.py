@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -161,6 +162,22 @@ def test_a_suspect_whose_rounds_show_the_other_way_is_asked_anew_in_that_directi
     assert [run.commit.sha for run in excluded] == [sha(5)]
 
 
+def speedup_with_a_slow_night(
+    *, seed: int, speedup_at: int, slow_nightly: float
+) -> Callable[[Commit, Job], float | None]:
+    """A -30 % speed-up at commit ``speedup_at``; commit 6's nightly run ``slow_nightly`` times slow."""
+    rng = random.Random(seed)
+
+    def measure(commit: Commit, job: Job) -> float | None:
+        index = int(commit.sha[:7], 16)
+        level = BASE_MS * (0.7 if index >= speedup_at else 1.0)
+        if index == 6 and job.reason is JobReason.NIGHTLY:
+            level *= slow_nightly
+        return level * (1 + rng.gauss(0, 0.003))
+
+    return measure
+
+
 def test_a_refuted_suspect_leaves_out_the_nightly_run_that_lay_above_its_own_paired_runs(
     session: Session,
 ) -> None:
@@ -171,15 +188,7 @@ def test_a_refuted_suspect_leaves_out_the_nightly_run_that_lay_above_its_own_pai
     night's run lay far above its own commit's rounds: that run leaves detection.
     """
     bench = Bench(session)
-    rng = random.Random(10)
-
-    def measure(commit: Commit, job: Job) -> float | None:
-        index = int(commit.sha[:7], 16)
-        level = BASE_MS * (0.7 if index >= 5 else 1.0)
-        if index == 6 and job.reason is JobReason.NIGHTLY:
-            level *= 1.19
-        return level * (1 + rng.gauss(0, 0.003))
-
+    measure = speedup_with_a_slow_night(seed=10, speedup_at=5, slow_nightly=1.19)
     for index in range(7):
         bench.nightly(commit_in(index))
         bench.drain(measure)
@@ -201,15 +210,7 @@ def test_a_suspect_refuted_on_its_last_good_run_does_not_raise_a_confirmed_step_
     would be the speed-up again: a second alert for one change. The confirmed alert stands for it.
     """
     bench = Bench(session)
-    rng = random.Random(11)
-
-    def measure(commit: Commit, job: Job) -> float | None:
-        index = int(commit.sha[:7], 16)
-        level = BASE_MS * (0.7 if index >= 6 else 1.0)
-        if index == 6 and job.reason is JobReason.NIGHTLY:
-            level *= 1.07
-        return level * (1 + rng.gauss(0, 0.003))
-
+    measure = speedup_with_a_slow_night(seed=11, speedup_at=6, slow_nightly=1.07)
     for index in range(9):
         bench.nightly(commit_in(index))
         bench.drain(measure)
