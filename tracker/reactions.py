@@ -15,7 +15,7 @@ from tracker import bisection, hygiene, pending
 from tracker.alerts import evaluate_series
 from tracker.comparisons import comparison_job_ended, record_comparison_job
 from tracker.confirmation import settle_confirmation
-from tracker.github import bot as github_bot
+from tracker.github import status as github_status
 from tracker.history import GitHistory
 from tracker.models import (
     Alert,
@@ -86,7 +86,7 @@ def _comparison_moved(
     elif comparison.kind is ComparisonKind.BISECT:
         bisection.record_paired_step(session=session, comparison=comparison, now=now)
     else:
-        github_bot.comparison_changed(session=session, comparison=comparison)
+        github_status.comparison_changed(session=session, comparison=comparison)
 
 
 def after_import(

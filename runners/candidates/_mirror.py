@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from runners.candidates._git import Git, tail
@@ -23,6 +24,18 @@ def safe_name(name: str) -> str:
     return cleaned
 
 
+def split_pin(ref: str) -> tuple[str, str | None]:
+    """``refs/pull/N/head@SHA`` → (``refs/pull/N/head``, ``SHA``): a branch pinned to one commit.
+
+    The tracker pins a pull request to the head it had when a maintainer asked for the
+    measurement, so a push during the rounds is never built. Anything else is returned unpinned.
+    """
+    branch, at, sha = ref.rpartition("@")
+    if at and branch.startswith("refs/") and _FULL_SHA.fullmatch(sha):
+        return branch, sha
+    return ref, None
+
+
 def check_ref(ref: str, what: str) -> None:
     """Refuse refs that git could read as an option or a refspec."""
     if not ref or ref.startswith("-") or ":" in ref or any(char.isspace() for char in ref):
@@ -32,12 +45,19 @@ def check_ref(ref: str, what: str) -> None:
 class Mirror:
     """``<workdir>/mirrors/<name>.git``, guarded by ``<name>.lock`` against a second agent."""
 
-    def __init__(self, mirrors_dir: Path, repository: RepositorySpec, *, timeout_s: float) -> None:
+    def __init__(
+        self,
+        mirrors_dir: Path,
+        repository: RepositorySpec,
+        *,
+        timeout_s: float,
+        base_env: Mapping[str, str] | None = None,
+    ) -> None:
         self.repository = repository
         name = safe_name(repository.name)
         self.path = mirrors_dir / f"{name}.git"
         self.lock = FileLock(mirrors_dir / f"{name}.lock")
-        self.git = Git(self.path, timeout_s=timeout_s)
+        self.git = Git(self.path, timeout_s=timeout_s, base_env=base_env)
 
     def update(self, refs: list[str]) -> None:
         """Create the mirror if needed, fetch its branches, and fetch every ``refs/...`` in ``refs``."""
@@ -67,6 +87,22 @@ class Mirror:
             sha = self._lookup(ref)
         if sha is None:
             raise CandidateBuildError(f"unknown {what} {ref!r}: no such commit in {self.repository.url}")
+        return sha
+
+    def resolve_pinned(self, branch: str, sha: str, what: str) -> str:
+        """``sha``, the pinned head of ``branch`` (fetched already), whatever the branch holds now.
+
+        A branch that moved on may no longer contain it: the commit is then fetched by its sha.
+        """
+        found = self._lookup(sha)
+        if found is None:
+            self.git.run("fetch", "--quiet", "--no-tags", "origin", sha, check=False)
+            found = self._lookup(sha)
+        if found != sha:
+            raise CandidateBuildError(
+                f"{what} {branch}@{sha[:10]}: that commit is no longer in {self.repository.url} "
+                "(the pull request was force-pushed and the old head collected)"
+            )
         return sha
 
     def subject(self, sha: str) -> str:

@@ -12,9 +12,10 @@ from pathlib import Path
 from runners.candidates._build import BuildCache, BuildCommand
 from runners.candidates._git import Git
 from runners.candidates._locks import FileLock
-from runners.candidates._mirror import Mirror, check_ref, safe_name
+from runners.candidates._mirror import Mirror, check_ref, safe_name, split_pin
 from runners.candidates._patches import Patch, PatchIds, already_in, apply
 from runners.candidates.errors import CandidateBuildError
+from runners.jobenv import job_environ
 from runners.jobspec import CandidateSpec, RepositorySpec
 
 # The one worktree of a repository that has a build command (see _build's docstring for why).
@@ -47,7 +48,9 @@ class CandidateBuilder:
     """Builds candidates under one work directory: ``mirrors/<repo>.git`` and ``worktrees/<repo>/...``.
 
     One agent process uses one work directory. File locks keep a second agent that shares it by
-    mistake from corrupting a mirror or pruning a worktree that is still in use.
+    mistake from corrupting a mirror or pruning a worktree that is still in use. Git and the build
+    commands run in ``base_env`` (``None``: the agent's environment through the job allow-list of
+    :mod:`runners.jobenv`).
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class CandidateBuilder:
         build_commands: Mapping[str, BuildCommand] | None = None,
         git_timeout_s: float = 600,
         build_timeout_s: float = 3600,
+        base_env: Mapping[str, str] | None = None,
     ) -> None:
         # Absolute, because git resolves worktree paths relative to the mirror it runs in.
         self.workdir = workdir.resolve()
@@ -64,7 +68,8 @@ class CandidateBuilder:
         self._worktrees_dir = self.workdir / "worktrees"
         self._build_commands = dict(build_commands or {})
         self._git_timeout_s = git_timeout_s
-        self._builds = BuildCache(timeout_s=build_timeout_s)
+        self.base_env = job_environ() if base_env is None else dict(base_env)
+        self._builds = BuildCache(timeout_s=build_timeout_s, env=self.base_env)
         self.prune()
 
     def prune(self) -> list[Path]:
@@ -74,7 +79,11 @@ class CandidateBuilder:
             return removed
         for repo_dir in sorted(path for path in self._worktrees_dir.iterdir() if path.is_dir()):
             mirror_path = self._mirrors_dir / f"{repo_dir.name}.git"
-            git = Git(mirror_path, timeout_s=self._git_timeout_s) if mirror_path.is_dir() else None
+            git = (
+                Git(mirror_path, timeout_s=self._git_timeout_s, base_env=self.base_env)
+                if mirror_path.is_dir()
+                else None
+            )
             with FileLock(self._mirrors_dir / f"{repo_dir.name}.lock"):
                 for slot in sorted(path for path in repo_dir.iterdir() if path.is_dir()):
                     slot_lock = FileLock(_slot_lock_path(slot))
@@ -97,7 +106,7 @@ class CandidateBuilder:
     @contextlib.contextmanager
     def build(self, repository: RepositorySpec, candidate: CandidateSpec) -> Iterator[BuiltCandidate]:
         """Check out and build ``candidate`` in a fresh worktree, removed when the with-block ends."""
-        mirror = Mirror(self._mirrors_dir, repository, timeout_s=self._git_timeout_s)
+        mirror = Mirror(self._mirrors_dir, repository, timeout_s=self._git_timeout_s, base_env=self.base_env)
         with mirror.lock:
             resolved = _fetch_and_resolve(mirror, candidate)
         slot, slot_lock = self._claim_slot(repository, resolved.base_sha)
@@ -134,7 +143,12 @@ class CandidateBuilder:
         # The base's committer date on every commit made here keeps head_sha the same each time
         # the same candidate is built, on any host.
         committer_date = mirror.git.out("log", "-1", "--format=%cI", resolved.base_sha)
-        git = Git(slot, timeout_s=self._git_timeout_s, env={"GIT_COMMITTER_DATE": committer_date})
+        git = Git(
+            slot,
+            timeout_s=self._git_timeout_s,
+            env={"GIT_COMMITTER_DATE": committer_date},
+            base_env=self.base_env,
+        )
         patch_ids = PatchIds(git)
         applied: list[Patch] = []
         already: list[str] = []
@@ -176,10 +190,13 @@ def _fetch_and_resolve(mirror: Mirror, candidate: CandidateSpec) -> _Resolved:
         check_ref(ref, "carried patch")
     for ref in candidate.patches:
         check_ref(ref, "patch")
-    mirror.update([candidate.base_sha, *carried_refs, *candidate.patches])
+    fetched = [split_pin(ref)[0] for ref in (*carried_refs, *candidate.patches)]
+    mirror.update([candidate.base_sha, *fetched])
 
     def resolve(ref: str, carried: bool) -> Patch:
-        sha = mirror.resolve(ref, "carried patch" if carried else "patch")
+        what = "carried patch" if carried else "patch"
+        branch, pinned = split_pin(ref)
+        sha = mirror.resolve(branch, what) if pinned is None else mirror.resolve_pinned(branch, pinned, what)
         return Patch(ref=ref, sha=sha, subject=mirror.subject(sha), carried=carried)
 
     return _Resolved(

@@ -1,14 +1,17 @@
 """A fake GitHub REST API for the bot's tests: a small FastAPI app holding state and recording calls.
 
 It speaks the shapes the bot uses (pulls, compare, collaborators' permission, issue comments,
-reactions, statuses, App installation tokens). ``fail_next(n)`` makes the next ``n`` calls answer
-502. Use it in-process through :meth:`FakeGithub.transport` (an ``httpx.MockTransport``).
+reactions, statuses, App installation tokens, who the bot is). ``fail_next(n)`` makes the next ``n``
+calls answer 502; ``delay_s`` makes every call slow; ``installed_on`` leaves the App off other
+repositories. Use it in-process through :meth:`FakeGithub.transport` (an ``httpx.MockTransport``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,10 @@ class FakeGithub:
     """State of the fake: pulls, comments, reactions, statuses, collaborators, App installations."""
 
     app_public_key: str | None = None
+    app_slug: str = "perftrack"
+    token_login: str = "perftrack-bot"  # the user a personal token belongs to
+    installed_on: set[str] | None = None  # repositories with the App installed (None: every one)
+    delay_s: float = 0.0  # every call takes this long (a slow GitHub)
     now: dt.datetime = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
     installation_id: int = 7001
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
@@ -63,8 +70,10 @@ class FakeGithub:
         base_ref: str = "main",
         merge_base: str,
         files: list[str] | None = None,
+        fork: str | None = None,
     ) -> None:
-        """A pull request whose merge base with ``base_ref`` is ``merge_base``, touching ``files``."""
+        """A pull request whose merge base with ``base_ref`` is ``merge_base``, touching ``files``;
+        ``fork``: the owner/name its head lives in (default: the repository itself)."""
         if files is not None or (repository, number) not in self.pull_files:  # a new head keeps its files
             self.pull_files[(repository, number)] = [
                 {
@@ -80,8 +89,8 @@ class FakeGithub:
             "number": number,
             "html_url": f"https://github.com/{repository}/pull/{number}",
             "state": "open",
-            "head": {"sha": head_sha, "ref": f"feature-{number}"},
-            "base": {"ref": base_ref, "sha": merge_base},
+            "head": {"sha": head_sha, "ref": f"feature-{number}", "repo": {"full_name": fork or repository}},
+            "base": {"ref": base_ref, "sha": merge_base, "repo": {"full_name": repository}},
         }
         self.merge_bases[(base_ref, head_sha)] = merge_base
 
@@ -99,6 +108,12 @@ class FakeGithub:
         self._failing_methods = methods
         self._failure_status = status
         self._failure_path = path
+
+    def bot_user(self) -> dict[str, str]:
+        """Who the bot's comments are by: ``<slug>[bot]`` for an App, the token's user otherwise."""
+        if self.app_public_key is not None:
+            return {"login": f"{self.app_slug}[bot]", "type": "Bot"}
+        return {"login": self.token_login, "type": "User"}
 
     def comments_on(self, number: int) -> list[dict[str, Any]]:
         """The comments of an issue or pull request, oldest first."""
@@ -133,11 +148,9 @@ class FakeGithub:
         @app.middleware("http")
         async def record(request: Request, call_next: Any) -> Any:
             raw = await request.body()
-            body: Any = None
-            if raw:
-                import json
-
-                body = json.loads(raw)
+            body: Any = json.loads(raw) if raw else None
+            if fake.delay_s:
+                time.sleep(fake.delay_s)
             path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             if fake._failures > 0 and request.method in fake._failing_methods and fake._failure_path in path:
                 fake._failures -= 1
@@ -200,7 +213,26 @@ class FakeGithub:
         @app.get("/repos/{owner}/{name}/installation")
         def installation(owner: str, name: str, request: Request) -> dict[str, Any]:
             require_app_jwt(request)
+            if fake.installed_on is not None and f"{owner}/{name}" not in fake.installed_on:
+                raise HTTPException(404, "Not Found")
             return {"id": fake.installation_id, "account": {"login": owner}}
+
+        @app.get("/app")
+        def the_app(request: Request) -> dict[str, Any]:
+            require_app_jwt(request)
+            return {"id": 1, "slug": fake.app_slug}
+
+        @app.get("/user")
+        def the_user(request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            return {"login": fake.token_login, "type": "User"}
+
+        @app.get("/repos/{owner}/{name}")
+        def repository(owner: str, name: str, request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            if fake.installed_on is not None and f"{owner}/{name}" not in fake.installed_on:
+                raise HTTPException(404, "Not Found")
+            return {"full_name": f"{owner}/{name}"}
 
         @app.get("/repos/{owner}/{name}/collaborators/{user}/permission")
         def permission(owner: str, name: str, user: str, request: Request) -> dict[str, Any]:
@@ -257,7 +289,7 @@ class FakeGithub:
                 "id": comment_id,
                 "issue_number": number,
                 "body": body,
-                "user": {"login": "perftrack[bot]", "type": "Bot"},
+                "user": fake.bot_user(),
                 "edits": 0,
             }
             fake.comments[comment_id] = comment

@@ -39,6 +39,21 @@ class GithubError(Exception):
         super().__init__(message)
         self.status = status
 
+    @property
+    def transient(self) -> bool:
+        """Whether trying again later may succeed (no answer, a server error, a rate limit)."""
+        return self.status is None or self.status >= 500 or self.status == 429
+
+
+class GithubSetupError(GithubError):
+    """perftrack cannot act on a repository at all: the App is not installed there, or GitHub
+    refuses its credentials. Not the answer to the call that was made (a 404 here is not "no
+    such user"): an operator must fix the set-up, and the message says what to fix."""
+
+    @property
+    def transient(self) -> bool:
+        return False
+
 
 @dataclass
 class _Token:
@@ -84,6 +99,7 @@ class GithubClient:
         )
         self._installation_tokens: dict[int, _Token] = {}
         self._installations: dict[str, int] = {}
+        self._login: str | None = None
 
     @property
     def is_app(self) -> bool:
@@ -97,8 +113,27 @@ class GithubClient:
     def request(self, method: str, path: str, *, repository: str, json: dict[str, Any] | None = None) -> Any:
         """Call ``path`` on behalf of ``repository`` (owner/name); the decoded JSON answer (or None)."""
         headers = {"Authorization": f"Bearer {self._repository_token(repository)}"}
-        response = self._send(method, path, headers=headers, json=json)
+        try:
+            response = self._send(method, path, headers=headers, json=json)
+        except GithubError as error:
+            if error.status == 401 and not isinstance(error, GithubSetupError):
+                self._forget(repository)
+                what = "the App's installation token" if self.is_app else "PERFTRACK_GITHUB_TOKEN"
+                raise GithubSetupError(f"GitHub refused {what} (401): {error}", status=401) from None
+            raise
         return response.json() if response.content else None
+
+    def own_login(self) -> str:
+        """The login the bot's comments appear under: ``<app-slug>[bot]`` for an App, else the
+        token's user. Asked of GitHub once and remembered."""
+        if self._login is None:
+            if self.is_app:
+                answer = self._send("GET", "/app", headers={"Authorization": f"Bearer {self.app_jwt()}"})
+                self._login = f"{answer.json()['slug']}[bot]"
+            else:
+                answer = self._send("GET", "/user", headers={"Authorization": f"Bearer {self._token}"})
+                self._login = str(answer.json()["login"])
+        return self._login
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -121,29 +156,46 @@ class GithubClient:
             return self._token
         installation_id = self._installations.get(repository.lower())
         if installation_id is None:
-            found = self._send(
-                "GET",
-                f"/repos/{repository}/installation",
-                headers={"Authorization": f"Bearer {self.app_jwt()}"},
-            ).json()
+            try:
+                found = self._send(
+                    "GET",
+                    f"/repos/{repository}/installation",
+                    headers={"Authorization": f"Bearer {self.app_jwt()}"},
+                ).json()
+            except GithubError as error:
+                raise _setup_error(error, f"the GitHub App is not installed on {repository}") from None
             installation_id = int(found["id"])
             self._installations[repository.lower()] = installation_id
-        return self.installation_token(installation_id)
+        try:
+            return self.installation_token(installation_id)
+        except GithubSetupError:
+            self._forget(repository)  # a stale id (the App was reinstalled): look it up next time
+            raise
 
     def installation_token(self, installation_id: int) -> str:
         """The installation's access token, fetched once and reused until shortly before it expires."""
         cached = self._installation_tokens.get(installation_id)
         if cached is not None and cached.expires_at - _TOKEN_MARGIN > self._clock():
             return cached.value
-        answer = self._send(
-            "POST",
-            f"/app/installations/{installation_id}/access_tokens",
-            headers={"Authorization": f"Bearer {self.app_jwt()}"},
-        ).json()
+        try:
+            answer = self._send(
+                "POST",
+                f"/app/installations/{installation_id}/access_tokens",
+                headers={"Authorization": f"Bearer {self.app_jwt()}"},
+            ).json()
+        except GithubError as error:
+            raise _setup_error(
+                error, f"GitHub App installation {installation_id} does not exist (uninstalled?)"
+            ) from None
         expires_at = dt.datetime.fromisoformat(str(answer["expires_at"]).replace("Z", "+00:00"))
         token = _Token(value=str(answer["token"]), expires_at=expires_at)
         self._installation_tokens[installation_id] = token
         return token.value
+
+    def _forget(self, repository: str) -> None:
+        installation_id = self._installations.pop(repository.lower(), None)
+        if installation_id is not None:
+            self._installation_tokens.pop(installation_id, None)
 
     # --- transport with retries ---
 
@@ -190,6 +242,16 @@ class GithubClient:
                 return min(max(float(reset) - self._clock().timestamp(), 0.0) + 1.0, _MAX_WAIT_S)
         delay: float = self._backoff_s * 2.0 ** (attempt - 1)
         return min(delay, _MAX_WAIT_S)
+
+
+def _setup_error(error: GithubError, not_found: str) -> GithubError:
+    """The error of an App authentication step: a set-up problem when GitHub refused it."""
+    if error.status == 404:
+        return GithubSetupError(f"{not_found}: {error}", status=404)
+    if error.status in (401, 403):
+        message = f"GitHub refused the App's credentials (check the App id and private key): {error}"
+        return GithubSetupError(message, status=error.status)
+    return error
 
 
 def _retryable(response: httpx.Response) -> bool:

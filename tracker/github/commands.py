@@ -36,7 +36,10 @@ HELP = """\
 /perf ... with #43601 #43602            stack other pull requests under both arms
 /perf cancel                            cancel this pull request's running comparison
 /perf help                              this text
-```"""
+```
+
+A command is read once, when its comment is posted: edit a comment and nothing runs; post a new one.
+After `/perf cancel`, pushes are not measured until the next `/perf`."""
 
 
 class CommandError(ValueError):
@@ -56,9 +59,23 @@ class PerfCommand:
 
 
 def find_command(body: str) -> str | None:
-    """The first line of a comment that is a ``/perf`` command, stripped; ``None`` when none is."""
+    """The first line of a comment that is a ``/perf`` command, stripped; ``None`` when none is.
+
+    Lines inside fenced code blocks and quoted lines (``> /perf``) are text, not commands: the
+    bot's own help shows commands that way, and so does anyone quoting one.
+    """
+    fence: str | None = None
     for line in body.splitlines():
         stripped = line.strip()
+        opening = stripped[:3]
+        if opening in ("```", "~~~"):
+            if fence is None:
+                fence = opening
+            elif opening == fence:
+                fence = None
+            continue
+        if fence is not None:
+            continue
         if stripped == PREFIX or stripped.startswith(PREFIX + " "):
             return stripped
     return None

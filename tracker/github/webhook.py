@@ -12,7 +12,14 @@ def sign(secret: str, body: bytes) -> str:
 
 
 def signature_valid(secret: str, body: bytes, header: str | None) -> bool:
-    """Whether ``header`` signs ``body`` with ``secret`` (compared in constant time)."""
+    """Whether ``header`` signs ``body`` with ``secret`` (compared in constant time, as bytes).
+
+    A malformed header (not ASCII: ``compare_digest`` refuses such a str) is simply not valid.
+    """
     if not header or not header.startswith("sha256="):
         return False
-    return hmac.compare_digest(sign(secret, body), header)
+    try:
+        given = header.encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    return hmac.compare_digest(sign(secret, body).encode("ascii"), given)

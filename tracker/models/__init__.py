@@ -1,6 +1,6 @@
 """SQLAlchemy models for the whole perftrack domain (see DESIGN.md, "Domain")."""
 
-from tracker.models.access import ApiToken, Runner
+from tracker.models.access import ApiToken, DashboardSession, Runner, SignInThrottle
 from tracker.models.automation import GithubDelivery, GithubOutbox, NightlyRun, apscheduler_jobs
 from tracker.models.base import Base, utcnow
 from tracker.models.catalog import CarriedPatch, Case, CaseHardware, HardwareKind, Repository
@@ -19,6 +19,7 @@ from tracker.models.enums import (
     Arm,
     ComparisonKind,
     ComparisonState,
+    DeliveryState,
     Direction,
     JobReason,
     JobState,
@@ -55,6 +56,8 @@ __all__ = [
     "ComparisonKind",
     "ComparisonResult",
     "ComparisonState",
+    "DashboardSession",
+    "DeliveryState",
     "Direction",
     "GithubDelivery",
     "GithubOutbox",
@@ -75,6 +78,7 @@ __all__ = [
     "RunStatus",
     "Runner",
     "SeriesCount",
+    "SignInThrottle",
     "TokenRole",
     "Verdict",
     "Workload",

@@ -21,6 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tracker.models.base import Base, JSONType, UTCDateTime, created_at, int_pk, json_dict, json_list
+from tracker.models.enums import DeliveryState, str_enum
 
 # APScheduler 3's SQLAlchemyJobStore table, declared here with its exact shape: the migration
 # creates it, the job store finds it (``create(checkfirst=True)`` does nothing) and alembic check
@@ -35,15 +36,32 @@ apscheduler_jobs = Table(
 
 
 class GithubDelivery(Base):
-    """A webhook delivery already handled (``X-GitHub-Delivery``): a redelivery does nothing twice."""
+    """A webhook delivery (``X-GitHub-Delivery``), stored when it arrives and carried out afterwards.
+
+    The webhook answers at once; the bot works through ``pending`` rows (right after the answer,
+    and from the scheduler with backoff while GitHub fails), so a GitHub hiccup delays a command
+    but never loses it. A redelivery of a ``done`` row does nothing; of a ``failed`` one runs again.
+    """
 
     __tablename__ = "github_deliveries"
+    __table_args__ = (Index("ix_github_deliveries_due", "state", "next_attempt_at"),)
 
     id: Mapped[int_pk]
     delivery_id: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
     event: Mapped[str] = mapped_column(String(64), nullable=False)
     action: Mapped[str] = mapped_column(String(64), nullable=False, default="")
     outcome: Mapped[str] = mapped_column(Text, nullable=False, default="", comment="what the bot did")
+    state: Mapped[DeliveryState] = mapped_column(
+        str_enum(DeliveryState, "delivery_state"),
+        nullable=False,
+        default=DeliveryState.DONE,
+        server_default="done",
+    )
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSONType, comment="the event, as the bot reads it")
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    last_error: Mapped[str | None] = mapped_column(Text)
+    handled_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     received_at: Mapped[created_at]
 
 

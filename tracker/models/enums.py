@@ -168,3 +168,11 @@ class PatchKind(StrEnum):
 def enum_values(enum_cls: type[StrEnum]) -> list[Any]:
     """The stored values of an enum, for messages that list what is valid."""
     return [member.value for member in enum_cls]
+
+
+class DeliveryState(StrEnum):
+    """A webhook delivery: ``pending`` until the bot carried it out (``done``) or gave up (``failed``)."""
+
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"

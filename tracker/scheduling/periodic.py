@@ -6,10 +6,7 @@ Each takes a session and ``now`` and returns what it did, so tests call them dir
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import logging
-from collections.abc import Callable
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -28,17 +25,6 @@ from tracker.models import (
 )
 
 logger = logging.getLogger("perftrack.scheduler")
-OUTBOX_MODULE = "tracker.github.outbox"
-
-
-def outbox_flusher() -> Callable[..., Any] | None:
-    """``tracker.github.outbox.flush_outbox`` when the GitHub bot is installed, else ``None``."""
-    try:
-        module = importlib.import_module(OUTBOX_MODULE)
-    except ImportError:
-        return None
-    flush = getattr(module, "flush_outbox", None)
-    return flush if callable(flush) else None
 
 
 def due_calibrations(

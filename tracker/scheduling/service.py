@@ -7,17 +7,16 @@ schedule's name): a restart or a new leader finds them with their next fire time
 neither lost nor doubled. A job already stored with the same trigger is kept as it is (re-adding
 it would move its next fire time past a fire missed while no leader ran); on start the scheduler
 runs such a missed fire once (``coalesce``) when it is no older than ``misfire_grace``.
-The interval tasks (lease expiry, detection sweep, GitHub outbox, calibrations) live in memory.
+The interval tasks (lease expiry, detection sweep, GitHub deliveries and outbox, calibrations)
+live in memory.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import inspect
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor  # type: ignore[import-untyped]
 from apscheduler.jobstores.memory import MemoryJobStore  # type: ignore[import-untyped]
@@ -29,12 +28,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db, reactions, triage
 from tracker.branch_head import BranchResolver, ls_remote_head
+from tracker.github.client import GithubClient, client_from_settings
+from tracker.github.inbox import process_pending, prune_deliveries
+from tracker.github.outbox import FlushReport, flush_outbox
 from tracker.history import GitHistory
 from tracker.jobs import expire_leases
 from tracker.models import NightlyRun, utcnow
 from tracker.scheduling.leader import Leader, make_leader
 from tracker.scheduling.nightly import fire_nightly
-from tracker.scheduling.periodic import outbox_flusher, schedule_calibrations
+from tracker.scheduling.periodic import schedule_calibrations
 from tracker.scheduling.report import TrackingIssue, report_finished_nightlies
 from tracker.settings import Settings
 from tracker.suites import ResolvedSchedule, load_suites
@@ -108,6 +110,7 @@ class SchedulerService:
     ) -> None:
         self.engine = engine
         self.sessions: sessionmaker[Session] = db.make_session_factory(engine)
+        self.read_sessions: sessionmaker[Session] = db.make_session_factory(engine, write=False)
         self.schedules = {schedule.name: schedule for schedule in schedules}
         self.leader = leader
         self.settings = settings
@@ -122,6 +125,7 @@ class SchedulerService:
         self.periodic = periodic
         self.clock = clock
         self.scheduler: BackgroundScheduler | None = None
+        self._github: GithubClient | None = None  # one client, so installation tokens are reused
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -250,6 +254,7 @@ class SchedulerService:
             ("detection-sweep", self.detection_sweep, self.sweep_interval_s),
             ("pending-detection", self.evaluate_pending, PENDING_INTERVAL_S),
             ("nightly-report", self.report_nightlies, self.sweep_interval_s),
+            ("github-deliveries", self.process_deliveries, PENDING_INTERVAL_S),
             ("github-outbox", self.flush_outbox, min(self.sweep_interval_s, 30.0)),
         ]
         if self.calibration_interval_days > 0:
@@ -312,16 +317,37 @@ class SchedulerService:
                 reactions.evaluate_pending_series(session=session, now=self.clock(), history=self.history)
             )
 
-    def flush_outbox(self) -> object:
-        """Send the GitHub outbox when the bot module is installed (skipped otherwise)."""
-        flush = outbox_flusher()
-        if flush is None or self.settings is None:
-            return None
-        offered: dict[str, Any] = {"settings": self.settings, "now": self.clock()}
-        accepted = inspect.signature(flush).parameters
+    def github_client(self) -> GithubClient | None:
+        """The GitHub client the settings describe (made once); ``None`` without credentials."""
+        if self._github is None and self.settings is not None:
+            self._github = client_from_settings(self.settings)
+        return self._github
+
+    def process_deliveries(self) -> list[str]:
+        """Carry out the webhook deliveries still pending, and forget old handled ones."""
+        client = self.github_client()
+        if client is None or self.settings is None:
+            return []
+        now = self.clock()
+        outcomes = process_pending(
+            sessions=self.sessions,
+            read_sessions=self.read_sessions,
+            settings=self.settings,
+            client=client,
+            now=now,
+        )
+        keep = dt.timedelta(days=self.settings.github_delivery_retention_days)
         with db.session_scope(self.sessions) as session:
-            offered["session"] = session
-            return flush(**{key: value for key, value in offered.items() if key in accepted})
+            prune_deliveries(session=session, now=now, keep=keep)
+        return outcomes
+
+    def flush_outbox(self) -> FlushReport | None:
+        """Send the GitHub outbox (nothing without GitHub credentials)."""
+        client = self.github_client()
+        if client is None or self.settings is None:
+            return None
+        with db.session_scope(self.sessions) as session:
+            return flush_outbox(session=session, settings=self.settings, client=client, now=self.clock())
 
     def report_nightlies(self) -> list[int]:
         """Queue the tracking-issue comment of each nightly that ended (when an issue is configured)."""
@@ -348,6 +374,7 @@ class SchedulerService:
             self.evaluate_pending()
             self.detection_sweep()
             self.report_nightlies()
+            self.process_deliveries()
             self.flush_outbox()
             if self.calibration_interval_days > 0:
                 self.calibrate()

@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 import logging
 from typing import Annotated, Any
+from urllib.parse import parse_qs
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Header, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker.github.bot import comment_event, handle_comment, handle_pull_request, pull_request_event
-from tracker.github.client import GithubClient, GithubError, client_from_settings
+from tracker.github.client import GithubClient, client_from_settings
+from tracker.github.events import MalformedDelivery, read_event
+from tracker.github.inbox import process_pending, receive
 from tracker.github.outbox import flush_outbox
 from tracker.github.webhook import signature_valid
 from tracker.metrics import record_webhook
-from tracker.models import GithubDelivery
 from tracker.settings import Settings
 from web.deps import SettingsDep, WriteSessionDep, get_state
 from web.metrics import webhook_outcome
@@ -51,19 +50,18 @@ StateDep = Annotated[AppState, Depends(get_state)]
 @router.post(
     "/webhook",
     responses={
-        202: {"description": "Event or action the bot does not handle"},
+        202: {"description": "Stored, to be carried out right after this answer; or not for the bot"},
         **errors(
             400,
             401,
             413,
             422,
-            502,
             503,
             notes={
-                400: "Not a JSON object, or no X-GitHub-Delivery header",
+                400: "Not a JSON object (or a form with a JSON payload), a payload the bot cannot "
+                "read, or no X-GitHub-Delivery header",
                 401: "Missing or wrong X-Hub-Signature-256",
                 422: "A NUL character in the query string",
-                502: "GitHub did not answer as expected; the delivery may be retried",
                 503: "No webhook secret or GitHub credentials configured",
             },
         ),
@@ -76,73 +74,57 @@ def receive_webhook(
     settings: SettingsDep,
     state: StateDep,
     client: GithubClientDep,
+    content_type: Annotated[str, Header()] = "",
     x_github_event: Annotated[str, Header()] = "",
     x_github_delivery: Annotated[str, Header()] = "",
     x_hub_signature_256: Annotated[str | None, Header()] = None,
 ) -> JSONResponse:
-    """Verify, de-duplicate and handle a GitHub delivery (``issue_comment`` and ``pull_request``
-    on PRs, ``ping``)."""
+    """Verify and store a GitHub delivery (``issue_comment`` and ``pull_request`` on PRs, ``ping``);
+    the bot carries it out after the answer, so GitHub never waits on GitHub."""
     if settings.github_webhook_secret is None:
         return _answer(503, "the GitHub webhook is not set up: configure PERFTRACK_GITHUB_WEBHOOK_SECRET")
     # The signature is checked on the raw bytes before anything parses them.
     if not signature_valid(settings.github_webhook_secret.get_secret_value(), body, x_hub_signature_256):
         return _answer(401, "missing or wrong X-Hub-Signature-256")
-    try:
-        payload: Any = json.loads(body)
-    except ValueError:
-        return _answer(400, "the body is not JSON")
-    if not isinstance(payload, dict) or not x_github_delivery:
-        return _answer(400, "a delivery needs a JSON object body and an X-GitHub-Delivery header")
+    payload = _payload(body, content_type)
+    if not isinstance(payload, dict):
+        return _answer(400, "the body is not a JSON object (nor a form whose payload field is one)")
+    if not x_github_delivery:
+        return _answer(400, "a delivery needs an X-GitHub-Delivery header")
     if len(x_github_delivery) > _MAX_DELIVERY_ID:
         return _answer(400, f"X-GitHub-Delivery is over {_MAX_DELIVERY_ID} characters")
-    if _seen(session, x_github_delivery):
-        return _answer(200, "already handled")
-    action = str(payload.get("action") or "")
-    if x_github_event == "ping":
-        return _record(session, x_github_delivery, x_github_event, action, "pong", 200)
-    event = comment_event(payload) if x_github_event == "issue_comment" else None
-    pushed = pull_request_event(payload) if x_github_event == "pull_request" else None
-    if event is None and pushed is None:
-        return _record(session, x_github_delivery, x_github_event, action, "ignored", 202)
-    if client is None:
+    try:
+        event = read_event(x_github_event, payload)
+    except MalformedDelivery as error:
+        return _answer(400, f"the {x_github_event} payload cannot be read: {error}")
+    if event is not None and client is None:
         return _answer(
             503, "GitHub credentials are not set up: configure a GitHub App or PERFTRACK_GITHUB_TOKEN"
         )
-    try:
-        if event is not None:
-            outcome = handle_comment(session=session, settings=settings, client=client, event=event)
-        else:
-            assert pushed is not None
-            outcome = handle_pull_request(session=session, settings=settings, client=client, event=pushed)
-    except GithubError as error:
-        # Not recorded: GitHub may redeliver once GitHub answers again.
-        session.rollback()
-        logger.warning("GitHub webhook %s: %s", x_github_delivery, error)
-        return _answer(502, f"GitHub did not answer as expected: {error}")
-    answer = _record(session, x_github_delivery, x_github_event, action, outcome, 200)
-    if answer.status_code == 200:
-        background.add_task(_flush, state.sessions, settings, client)
-    return answer
-
-
-def _seen(session: Session, delivery_id: str) -> bool:
-    return (
-        session.scalar(select(GithubDelivery.id).where(GithubDelivery.delivery_id == delivery_id)) is not None
+    action = payload.get("action")
+    receipt = receive(
+        session=session,
+        settings=settings,
+        delivery_id=x_github_delivery,
+        event_name=x_github_event,
+        action=action if isinstance(action, str) else "",
+        event=event,
     )
+    if receipt.pending_id is not None and client is not None:
+        background.add_task(_carry_out, state, settings, client, receipt.pending_id)
+    return _answer(receipt.status_code, receipt.outcome)
 
 
-def _record(
-    session: Session, delivery_id: str, event: str, action: str, outcome: str, code: int
-) -> JSONResponse:
-    session.add(
-        GithubDelivery(delivery_id=delivery_id, event=event[:64], action=action[:64], outcome=outcome)
-    )
+def _payload(body: bytes, content_type: str) -> Any:
+    """The delivery's JSON: the body, or the ``payload`` field of a form-encoded one."""
     try:
-        session.commit()
-    except IntegrityError:  # the same delivery, handled concurrently by another worker
-        session.rollback()
-        return _answer(200, "already handled")
-    return _answer(code, outcome)
+        if content_type.split(";", 1)[0].strip().lower() == "application/x-www-form-urlencoded":
+            fields = parse_qs(body.decode("utf-8"), strict_parsing=True, max_num_fields=16)
+            values = fields.get("payload", [])
+            return json.loads(values[0]) if len(values) == 1 else None
+        return json.loads(body)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
 
 
 def _answer(code: int, outcome: str) -> JSONResponse:
@@ -151,12 +133,24 @@ def _answer(code: int, outcome: str) -> JSONResponse:
     return JSONResponse({key: outcome}, status_code=code)
 
 
-def _flush(sessions: sessionmaker[Session], settings: Settings, client: GithubClient) -> None:
+def _carry_out(state: AppState, settings: Settings, client: GithubClient, row_id: int) -> None:
+    """After the answer: carry out the delivery, then send what it queued (the scheduler retries)."""
     try:
-        with sessions() as session:
-            flush_outbox(session=session, settings=settings, client=client)
-    except Exception:  # a background flush must not fail the request; the periodic flush retries
-        logger.exception("GitHub outbox flush after a webhook failed")
+        process_pending(
+            sessions=state.sessions,
+            read_sessions=state.read_sessions,
+            settings=settings,
+            client=client,
+            only=row_id,
+        )
+        _flush(state.sessions, settings, client)
+    except Exception:  # a background task must not fail the request; the scheduler tries again
+        logger.exception("GitHub delivery %d: carrying it out after the answer failed", row_id)
+
+
+def _flush(sessions: sessionmaker[Session], settings: Settings, client: GithubClient) -> None:
+    with sessions() as session:
+        flush_outbox(session=session, settings=settings, client=client)
 
 
 __all__ = ["get_github_client", "router"]

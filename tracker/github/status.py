@@ -1,0 +1,71 @@
+"""What a pull request shows of its comparison: the one comment, edited in place, and the commit
+status on the measured head. Queued in the outbox whenever the comparison moves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tracker.github import outbox
+from tracker.models import Comparison, ComparisonState, GithubOutbox, Verdict
+
+OPEN_STATES = (ComparisonState.PENDING, ComparisonState.RUNNING)
+
+
+def comparison_changed(*, session: Session, comparison: Comparison) -> None:
+    """Queue the comment update and commit status of a PR comparison after it changed."""
+    if comparison.pr_number is None or not comparison.github_repository:
+        return
+    repository = comparison.github_repository
+    if not outbox.pending(session=session, comparison_id=comparison.id, kind="comment"):
+        outbox.queue(
+            session=session,
+            kind="comment",
+            repository=repository,
+            target=comparison.pr_number,
+            comparison_id=comparison.id,
+        )
+    if comparison.head_sha:
+        state, description = commit_status(comparison)
+        payload = {"state": state, "description": description}
+        waiting = outbox.pending(session=session, comparison_id=comparison.id, kind="status")
+        if waiting:
+            waiting[-1].payload = payload  # not sent yet: send the newest state instead
+        elif _last_status(session, comparison.id) != payload:
+            outbox.queue(
+                session=session,
+                kind="status",
+                repository=repository,
+                target=comparison.head_sha,
+                payload=payload,
+                comparison_id=comparison.id,
+            )
+
+
+def commit_status(comparison: Comparison) -> tuple[str, str]:
+    """The commit status (state, description) that stands for a comparison now."""
+    verdicts = [result.verdict for result in comparison.results]
+    if comparison.state in OPEN_STATES:
+        done = sum(1 for verdict in verdicts if verdict is not Verdict.PENDING)
+        return "pending", f"perf comparison {comparison.id}: {done} of {len(verdicts)} results in"
+    if comparison.state is ComparisonState.CANCELLED:
+        return "error", f"perf comparison {comparison.id} was cancelled"
+    if comparison.state is ComparisonState.FAILED:
+        return "error", f"perf comparison {comparison.id} failed: nothing measured"
+    regressions = sum(1 for verdict in verdicts if verdict is Verdict.REGRESSION)
+    if regressions:
+        return "failure", f"{regressions} regression(s) beyond threshold"
+    improvements = sum(1 for verdict in verdicts if verdict is Verdict.IMPROVEMENT)
+    return "success", f"no regression ({improvements} improvement(s), {len(verdicts)} results)"
+
+
+def _last_status(session: Session, comparison_id: int) -> dict[str, Any] | None:
+    row = session.scalar(
+        select(GithubOutbox)
+        .where(GithubOutbox.comparison_id == comparison_id, GithubOutbox.kind == "status")
+        .order_by(GithubOutbox.id.desc())
+        .limit(1)
+    )
+    return dict(row.payload) if row is not None else None
