@@ -240,6 +240,37 @@ def test_pull_request_ref_is_fetched_each_job(
         assert worktree_git(built, "log", "-1", "--format=%s%n%an") == "Keep offload off\nUpstream Dev"
 
 
+def test_a_pinned_pull_request_builds_the_head_it_names_after_a_push(
+    upstream: Upstream, repository: RepositorySpec, workdir: Path
+) -> None:
+    c1 = sha_of(upstream, "main")
+    upstream.checkout("reset-dynamo", c1)
+    fix = upstream.commit(
+        "Reset dynamo after offload", {PIPELINE: set_line(upstream_text(upstream), "reset_dynamo", "True")}
+    )
+    followup = upstream.commit(
+        "Pushed later", {PIPELINE: set_line(upstream_text(upstream), "offload", "False")}
+    )
+    upstream.checkout("main")
+    upstream.git("branch", "-D", "reset-dynamo")
+    ref = upstream.pull_request(43601, followup)  # the PR moved on after the maintainer's /perf saw `fix`
+    pinned = f"{ref}@{fix}"
+    builder = CandidateBuilder(workdir)
+    with builder.build(repository, CandidateSpec(base_sha=c1, patches=(pinned,))) as built:
+        assert read(built) == "steps = 30\nreset_dynamo = True\noffload = True\n"
+        assert built.patches_applied == (pinned,)
+        assert built.applied_shas == (fix,)
+
+    # Force-pushed away and collected: the pinned head is gone, and the error says so.
+    gone = "f" * 40
+    with (
+        pytest.raises(CandidateBuildError, match="no longer in"),
+        builder.build(repository, CandidateSpec(base_sha=c1, patches=(f"{ref}@{gone}",))),
+    ):
+        pass
+    assert_cleaned_up(workdir)
+
+
 def upstream_text(upstream: Upstream) -> str:
     return (upstream.path / PIPELINE).read_text()
 

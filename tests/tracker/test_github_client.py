@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
 from tests.fakes.fake_github import FakeGithub
-from tracker.github.client import GithubClient, GithubError, client_from_settings
+from tracker.github.client import GithubClient, GithubError, GithubSetupError, client_from_settings
 from tracker.settings import Settings
 
 REPO = "sgl-project/sglang"
@@ -89,9 +89,46 @@ def test_a_wrong_app_key_is_refused(app_key: tuple[str, str]) -> None:
     fake = FakeGithub(app_public_key=public)
     client = app_client(fake, wrong, Clock(), [])
     client.remember_installation(REPO, fake.installation_id)
-    with pytest.raises(GithubError) as raised:
+    with pytest.raises(GithubSetupError) as raised:
         client.request("GET", f"/repos/{REPO}/pulls/1", repository=REPO)
     assert raised.value.status == 401
+    assert "check the App id and private key" in str(raised.value)
+    assert not raised.value.transient
+
+
+def test_an_app_not_installed_on_the_repository_is_a_set_up_error(app_key: tuple[str, str]) -> None:
+    private, public = app_key
+    fake = FakeGithub(app_public_key=public, installed_on=set())
+    client = app_client(fake, private, Clock(), [])
+    with pytest.raises(GithubSetupError) as raised:
+        client.request("GET", f"/repos/{REPO}/collaborators/someone/permission", repository=REPO)
+    assert raised.value.status == 404
+    assert f"not installed on {REPO}" in str(raised.value)
+    assert fake.calls_to("GET", "/permission") == []  # never read as "not a collaborator"
+
+
+def test_a_stale_installation_id_is_said_and_forgotten(app_key: tuple[str, str]) -> None:
+    private, public = app_key
+    fake = FakeGithub(app_public_key=public)
+    fake.add_pull(REPO, 1, head_sha="b" * 40, merge_base="a" * 40)
+    client = app_client(fake, private, Clock(), [])
+    client.remember_installation(REPO, 4242)  # a webhook from before the App was reinstalled
+    with pytest.raises(GithubSetupError) as raised:
+        client.request("GET", f"/repos/{REPO}/pulls/1", repository=REPO)
+    assert "installation 4242 does not exist" in str(raised.value)
+    # Not kept for the repository: the next call looks the installation up and works.
+    assert client.request("GET", f"/repos/{REPO}/pulls/1", repository=REPO)["number"] == 1
+    assert len(fake.calls_to("GET", f"/repos/{REPO}/installation")) == 1
+
+
+def test_the_bot_knows_its_own_login(app_key: tuple[str, str]) -> None:
+    private, public = app_key
+    app = app_client(FakeGithub(app_public_key=public, app_slug="perf-bot"), private, Clock(), [])
+    assert app.own_login() == "perf-bot[bot]"
+    fake = FakeGithub(token_login="perftrack-ci")
+    token = GithubClient(token="ghp_x", transport=fake.transport())
+    assert token.own_login() == token.own_login() == "perftrack-ci"
+    assert len(fake.calls_to("GET", "/user")) == 1  # asked once
 
 
 def test_retries_502_with_exponential_backoff(app_key: tuple[str, str]) -> None:

@@ -546,7 +546,7 @@ NEW_HEAD = "4" * 40
 
 def pushed(*, head: str = NEW_HEAD, sender: str = "maintainer-m", fork: bool = False) -> dict[str, Any]:
     """A ``synchronize`` payload: ``sender`` pushed ``head`` to a branch of the repository (or a fork)."""
-    payload = json.loads((DATA / "pull_request_synchronize.json").read_text())
+    payload: dict[str, Any] = json.loads((DATA / "pull_request_synchronize.json").read_text())
     payload["pull_request"]["head"]["sha"] = head
     if not fork:
         payload["pull_request"]["head"]["repo"]["full_name"] = REPO
