@@ -1,7 +1,10 @@
 """The PR comment bot: ``/perf`` commands in pull-request comments become comparisons.
 
-Modules: :mod:`commands` (the pure command parser), :mod:`webhook` (signature check),
-:mod:`client` (the GitHub REST client), :mod:`bot` (what a command does), :mod:`render` (the
-comment's Markdown) and :mod:`outbox` (every GitHub write, queued in the database and sent after
-commit with backoff).
+Modules: :mod:`events` (the deliveries the bot reads, checked field by field), :mod:`webhook`
+(signature check), :mod:`inbox` (deliveries stored on arrival and carried out afterwards, with
+retries), :mod:`bot` (decide with GitHub's answers, then act in one write), :mod:`access` (who may
+run PR code), :mod:`plan` (what a comparison will measure, pinned heads), :mod:`commands` (the pure
+command parser), :mod:`client` (the GitHub REST client), :mod:`status` (the PR's comment and commit
+status), :mod:`render` (the comment's Markdown) and :mod:`outbox` (every GitHub write, queued in
+the database and sent after commit with backoff).
 """
