@@ -1,4 +1,5 @@
-"""``perftrack github``: the outbox listed, a dead row revived, a flush without credentials."""
+"""``perftrack github``: the outbox listed, a dead row revived, a flush without credentials; the
+deliveries listed and a failed one run again."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from tests.web.test_cli import cli_env, invoke
 from tracker.github import outbox
-from tracker.models import GithubOutbox, utcnow
+from tracker.models import DeliveryState, GithubDelivery, GithubOutbox, utcnow
 
 __all__ = ["cli_env"]
 
@@ -59,3 +60,36 @@ def test_outbox_list_retry_and_flush(cli_env: str) -> None:
     code, output = invoke("github", "flush")  # no credentials: nothing sent, nothing lost
     assert code == 0
     assert "sent 0" in output
+
+
+def test_deliveries_listed_and_a_failed_one_run_again(cli_env: str) -> None:
+    assert invoke("github", "deliveries")[1].strip() == "no deliveries"
+    engine = create_engine(cli_env.replace("postgresql://", "postgresql+psycopg://", 1))
+    with Session(engine) as session:
+        session.add_all(
+            [
+                GithubDelivery(delivery_id="d-done", event="issue_comment", action="created", outcome="help"),
+                GithubDelivery(
+                    delivery_id="d-failed",
+                    event="issue_comment",
+                    action="created",
+                    state=DeliveryState.FAILED,
+                    outcome="failed: the GitHub App is not installed on o/r",
+                    payload={"kind": "comment", "repository": "o/r"},
+                ),
+            ]
+        )
+        session.commit()
+    code, output = invoke("github", "deliveries", "--failed")
+    assert code == 0, output
+    assert "d-failed" in output
+    assert "d-done" not in output
+    assert invoke("github", "redo", "d-done")[0] == 1  # only a failed delivery runs again
+    code, output = invoke("github", "redo", "d-failed")
+    assert code == 0, output
+    with Session(engine) as session:
+        row = session.scalar(select(GithubDelivery).where(GithubDelivery.delivery_id == "d-failed"))
+        assert row is not None
+        assert row.state is DeliveryState.PENDING
+    engine.dispose()
+    assert invoke("github", "redo", "nope")[0] == 1

@@ -20,7 +20,7 @@ from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker.errors import PerftrackError
+from tracker.errors import Conflict, PerftrackError
 from tracker.github.bot import act, decide, is_own_comment, reply
 from tracker.github.client import GithubClient, GithubError, GithubSetupError
 from tracker.github.commands import find_command
@@ -62,9 +62,7 @@ def receive(
             return Receipt(
                 200, "already handled" if existing.state is DeliveryState.DONE else "already queued"
             )
-        existing.state = DeliveryState.PENDING  # redelivered after a failure: try again
-        existing.attempts = 0
-        existing.next_attempt_at = None
+        requeue(existing)  # redelivered after a failure: try again
         session.commit()
         return Receipt(202, "queued again", existing.id)
     row = GithubDelivery(delivery_id=delivery_id, event=event_name[:64], action=action[:64])
@@ -81,6 +79,16 @@ def receive(
         session.rollback()
         return Receipt(200, "already handled")
     return Receipt(status_code, row.outcome, row.id if row.state is DeliveryState.PENDING else None)
+
+
+def requeue(row: GithubDelivery) -> None:
+    """Carry a failed delivery out again, from its first attempt (a redelivery, or an operator)."""
+    if row.state is not DeliveryState.FAILED or row.payload is None:
+        raise Conflict(f"delivery {row.delivery_id} is {row.state.value}; only a failed one can run again")
+    row.state = DeliveryState.PENDING
+    row.attempts = 0
+    row.next_attempt_at = None
+    row.outcome = "queued again"
 
 
 def _triage(event_name: str, event: Event | None, settings: Settings) -> tuple[int, str, DeliveryState]:

@@ -1,4 +1,5 @@
-"""``perftrack github``: what the PR bot still has to tell GitHub, and what it gave up on."""
+"""``perftrack github``: the deliveries the PR bot received, what it still has to tell GitHub, and
+what it gave up on."""
 
 from __future__ import annotations
 
@@ -6,11 +7,16 @@ import typer
 from rich.table import Table
 from sqlalchemy import select
 
+from tracker.errors import PerftrackError
 from tracker.github import outbox
-from tracker.models import GithubOutbox
+from tracker.github.inbox import requeue
+from tracker.models import DeliveryState, GithubDelivery, GithubOutbox
 from web.cli.common import console, database_session, fail, settings
 
-app = typer.Typer(help="The PR bot's outbox: list, flush, retry what GitHub refused.", no_args_is_help=True)
+app = typer.Typer(
+    help="The PR bot: its deliveries (and running failed ones again), its outbox (list, flush, retry).",
+    no_args_is_help=True,
+)
 
 
 def outbox_table(rows: list[GithubOutbox]) -> Table:
@@ -77,3 +83,52 @@ def flush() -> None:
         f"sent {report.sent}, failed {report.failed} (retried later), "
         f"superseded {report.superseded}, given up {report.dead}"
     )
+
+
+@app.command("deliveries")
+def list_deliveries(
+    failed: bool = typer.Option(False, "--failed", help="Only the deliveries the bot gave up on."),
+    limit: int = typer.Option(50, min=1, max=1000, help="At most this many, newest first."),
+) -> None:
+    """List the webhook deliveries received: what each asked and what the bot did."""
+    with database_session() as session:
+        query = select(GithubDelivery).order_by(GithubDelivery.id.desc())
+        if failed:
+            query = query.where(GithubDelivery.state == DeliveryState.FAILED)
+        rows = list(session.scalars(query.limit(limit)))
+        if not rows:
+            console.print("no deliveries")
+            return
+        table = Table()
+        for column in ("delivery", "event", "received", "state", "tries", "outcome"):
+            table.add_column(column, justify="right" if column == "tries" else "left")
+        for row in rows:
+            table.add_row(
+                row.delivery_id,
+                f"{row.event} {row.action}".strip(),
+                row.received_at.strftime("%Y-%m-%d %H:%M UTC"),
+                row.state.value,
+                str(row.attempts),
+                row.outcome,
+                style="red" if row.state is DeliveryState.FAILED else None,
+            )
+        console.print(table)
+
+
+@app.command("redo")
+def redo(
+    delivery_id: str = typer.Argument(
+        ..., help="The X-GitHub-Delivery id (see `perftrack github deliveries`)."
+    ),
+) -> None:
+    """Carry a failed delivery out again (after fixing what failed); the scheduler picks it up."""
+    with database_session() as session:
+        row = session.scalar(select(GithubDelivery).where(GithubDelivery.delivery_id == delivery_id))
+        if row is None:
+            fail(f"no delivery {delivery_id!r}")
+        try:
+            requeue(row)
+        except PerftrackError as error:
+            fail(str(error))
+        session.commit()
+        console.print(f"delivery {delivery_id} will be carried out again")
