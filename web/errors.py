@@ -89,8 +89,10 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(body, status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _request_invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+    async def _request_invalid(request: Request, error: RequestValidationError) -> Response:
         problems = _problems(request, error.errors())
+        if _wants_html(request):  # a bad filter (?limit=abc) or form field: still a page, not JSON
+            return _html_error(request, 422, describe_errors(problems))
         return JSONResponse({"detail": describe_errors(problems), "errors": problems}, status_code=422)
 
     @app.exception_handler(ValidationError)

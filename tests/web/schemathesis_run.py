@@ -1,244 +1,47 @@
-"""Schemathesis against every operation of the OpenAPI schema, in-process on the ASGI app.
+"""The long fuzz campaigns, run as a script: every OpenAPI operation, the signed GitHub webhook, the
+HTML pages and the runner's stateful sequences, on a scratch SQLite database or a PostgreSQL one::
 
-``run_campaign`` is shared by the bounded test (tests/web/test_schemathesis.py) and by the longer
-campaign this module runs as a script, which prints its figures::
+    python -m tests.web.schemathesis_run --examples 200 --seed 7 [--campaigns openapi,webhook]
+        [--database-url postgresql://...] [--details]
 
-    python -m tests.web.schemathesis_run --examples 200 --seed 7 [--database-url postgresql://...]
-
-Each operation is called with the token its route asks for (admin, runner, none), so the generated
-requests get past authentication into the real handlers. Every response must not be a 5xx, must
-have a status code the schema declares, and must match the declared response schema.
+The bounded versions run in the normal suite (tests/web/test_schemathesis.py). It prints each
+campaign's figures (operations, examples, seconds, statuses, distinct failures).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import secrets
 import sys
 import tempfile
-import traceback
-from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import schemathesis
 from fastapi import FastAPI
-from hypothesis import HealthCheck, Phase, given, seed, settings
-from hypothesis import strategies as st
-from hypothesis.errors import Unsatisfiable
-from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
-from schemathesis.core.failures import FailureGroup
-from schemathesis.core.result import Err
-from schemathesis.schemas import APIOperation, BaseSchema
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
-from tests.web.app_routes import Guard, app_routes
+from tests.web.campaign import Figures, Tokens
+from tests.web.fuzz_lifecycle import run_lifecycle_campaign
+from tests.web.fuzz_openapi import run_campaign
+from tests.web.fuzz_pages import page_values, run_pages_campaign
+from tests.web.fuzz_webhook import run_webhook_campaign
 
-RUNNER_NAME = "campaign-runner-1"
-WEBHOOK_SECRET = "campaign-webhook-secret"  # set, so the webhook answers 401, not 503
-MODES = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
-# What every response must satisfy, valid request or not. Left out on purpose: whether a
-# schema-valid request is accepted (a well-formed but unknown case name is a 422 by design).
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-]
-
-
-@dataclass(frozen=True)
-class Tokens:
-    """The secrets the campaign authenticates with."""
-
-    admin: str
-    runner: str
-
-
-@dataclass
-class Figures:
-    """What a campaign did and found."""
-
-    operations: int = 0
-    examples: int = 0
-    statuses: Counter[int] = field(default_factory=Counter)
-    failures: dict[str, str] = field(default_factory=dict)  # "METHOD path: first line" -> full report
-
-    def summary(self) -> str:
-        """The figures as a few lines of text."""
-        statuses = ", ".join(f"{status}: {count}" for status, count in sorted(self.statuses.items()))
-        lines = [
-            f"operations tested: {self.operations}",
-            f"examples generated: {self.examples}",
-            f"responses by status: {statuses}",
-            f"distinct failures: {len(self.failures)}",
-        ]
-        lines += [f"  {key}" for key in sorted(self.failures)]
-        return "\n".join(lines)
-
-
-def _headers(guard: Guard, tokens: Tokens) -> dict[str, str]:
-    secret = {Guard.ADMIN: tokens.admin, Guard.RUNNER: tokens.runner}.get(guard)
-    return {"Authorization": f"Bearer {secret}"} if secret else {}
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    for line in text.splitlines():
-        line = line.strip(" -_=")
-        if line:
-            return line[:160]
-    return type(error).__name__
-
-
-def _exercise(
-    operation: APIOperation[Any, Any, Any, Any],
-    mode: GenerationMode,
-    headers: dict[str, str],
-    figures: Figures,
-    *,
-    max_examples: int,
-    seed_value: int,
-) -> None:
-    label = f"{operation.method.upper()} {operation.path}"
-
-    # Failures are recorded, not raised: Hypothesis then never shrinks, so the run stays bounded.
-    @seed(seed_value)
-    @settings(
-        max_examples=max_examples,
-        phases=[Phase.explicit, Phase.generate],
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-    )
-    @given(case=operation.as_strategy(generation_mode=mode))
-    def exercise(case: schemathesis.Case[Any]) -> None:
-        figures.examples += 1
-        try:
-            response = case.call(headers=headers)
-            figures.statuses[response.status_code] += 1
-            case.validate_response(response, checks=CHECKS, headers=headers)
-        except FailureGroup as group:
-            for failure in group.exceptions:
-                key = f"{label} [{mode.value}] {failure.code} {failure.title}"
-                figures.failures.setdefault(key, f"{failure}\n\n{case.as_curl_command(headers=headers)}")
-        except Exception as error:  # an exception out of the app is a finding too
-            report = "".join(traceback.format_exception(error)[-12:])
-            figures.failures.setdefault(f"{label} [{mode.value}] {_first_line(error)}", report)
-
-    # Unsatisfiable: nothing to negate (an operation without parameters or body has no invalid requests).
-    with contextlib.suppress(Unsatisfiable):
-        exercise()
-
-
-Known = dict[str, list[Any]]
-
-
-def _substitutions(value: Any, known: Known, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """Where in a generated dict (two levels deep) a field named in ``known`` sits."""
-    found: list[tuple[str, ...]] = []
-    if isinstance(value, dict) and len(path) < 2:
-        for key, item in value.items():
-            if key in known:
-                found.append((*path, key))
-            else:
-                found.extend(_substitutions(item, known, (*path, key)))
-    return found
-
-
-def _replaced(value: dict[str, Any], where: tuple[str, ...], new: Any) -> dict[str, Any]:
-    head, *rest = where
-    copy = dict(value)
-    copy[head] = _replaced(copy[head], tuple(rest), new) if rest else new
-    return copy
-
-
-def _steered(value: Any, known: Known) -> st.SearchStrategy[Any]:
-    """Half the time, put real names (cases, hardware kinds, shas, the runner) where the schema has
-    free strings, so generated requests also reach the handlers' success paths."""
-    spots = _substitutions(value, known)
-    if not spots:
-        return st.just(value)
-
-    def fill(choices: tuple[Any, ...]) -> Any:
-        steered = value
-        for where, choice in zip(spots, choices, strict=True):
-            steered = _replaced(steered, where, choice)
-        return steered
-
-    real = st.tuples(*(st.sampled_from(known[where[-1]]) for where in spots)).map(fill)
-    return st.one_of(st.just(value), real)
-
-
-def _steer(schema: BaseSchema, known: Known) -> None:
-    @schema.hook
-    def flatmap_body(_context: schemathesis.HookContext, body: Any) -> st.SearchStrategy[Any]:
-        return _steered(body, known)
-
-    @schema.hook
-    def flatmap_query(_context: schemathesis.HookContext, query: Any) -> st.SearchStrategy[Any]:
-        return _steered(query, known)
-
-    @schema.hook
-    def flatmap_path_parameters(_context: schemathesis.HookContext, path: Any) -> st.SearchStrategy[Any]:
-        return _steered(path, known)
-
-
-def known_values(app: FastAPI) -> Known:
-    """Real case and hardware names (read through the API), shas, and the campaign's runner name."""
-    from fastapi.testclient import TestClient
-
-    with TestClient(app) as client:
-        cases = [case["slug"] for case in client.get("/api/v1/cases").json()]
-        hardware = [kind["name"] for kind in client.get("/api/v1/hardware").json()]
-    shas = ["669a9bd", "4739f2e", "9c1d5e2" + "0" * 33]
-    return {
-        "case": cases,
-        "cases": [[case] for case in cases],
-        "hardware": hardware,
-        "sha": shas,
-        "name": [RUNNER_NAME, *cases],
-        "runner": [RUNNER_NAME],
-        "metric": ["denoise_step_ms", "e2e_ms"],
-    }
-
-
-def run_campaign(
-    app: FastAPI, tokens: Tokens, *, max_examples: int, seed_value: int = 0, only: str = ""
-) -> Figures:
-    """Generate ``max_examples`` requests per operation and generation mode; collect the findings."""
-    guards = {(route.method, route.path): route.guard for route in app_routes(app)}
-    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
-    _steer(schema, known_values(app))
-    figures = Figures()
-    for result in schema.get_all_operations():
-        if isinstance(result, Err):
-            raise result.err()  # the schema itself is broken
-        operation = result.ok()
-        if only not in f"{operation.method.upper()} {operation.path}":
-            continue
-        figures.operations += 1
-        guard = guards.get((operation.method.upper(), operation.path), Guard.NONE)
-        for mode in MODES:
-            _exercise(
-                operation,
-                mode,
-                _headers(guard, tokens),
-                figures,
-                max_examples=max_examples,
-                seed_value=seed_value,
-            )
-    return figures
+WEBHOOK_SECRET = "campaign-webhook-secret"  # set, so the webhook answers, not 503
+RUNNERS = 3  # runner names for the sequences, each with its own token
+Campaign = Callable[[FastAPI, Tokens, argparse.Namespace], Figures]
+CAMPAIGNS: dict[str, Campaign] = {
+    "openapi": lambda app, tokens, args: run_campaign(
+        app, tokens, max_examples=args.examples, seed_value=args.seed, only=args.only
+    ),
+    "webhook": lambda app, tokens, args: run_webhook_campaign(
+        app, secret=WEBHOOK_SECRET, max_examples=args.examples * 5, seed_value=args.seed
+    ),
+    "pages": lambda app, tokens, args: run_pages_campaign(
+        app, tokens.admin, page_values(app, tokens.admin), max_examples=args.examples, seed_value=args.seed
+    ),
+    "lifecycle": lambda app, tokens, args: run_lifecycle_campaign(
+        app, tokens, max_examples=args.examples, seed_value=args.seed
+    ),
+}
 
 
 def _standalone_app(root: Path, database_url: str | None) -> tuple[FastAPI, Tokens]:
@@ -255,6 +58,7 @@ def _standalone_app(root: Path, database_url: str | None) -> tuple[FastAPI, Toke
         suite_dir=suites,
         environment="test",
         github_webhook_secret=WEBHOOK_SECRET,
+        public_url="https://perftrack.example.org",
     )
     engine = db.make_engine(settings.effective_database_url)
     if not settings.is_sqlite:
@@ -264,28 +68,48 @@ def _standalone_app(root: Path, database_url: str | None) -> tuple[FastAPI, Toke
     with db.session_scope(db.make_session_factory(engine)) as session:
         admin = create_token(session=session, name=f"campaign-admin-{run}", role=TokenRole.ADMIN).secret
         runner = create_token(session=session, name=f"campaign-runner-{run}", role=TokenRole.RUNNER).secret
-    return create_app(settings, engine, prepare=False), Tokens(admin=admin, runner=runner)
+        runners = {
+            name: create_token(session=session, name=name, role=TokenRole.RUNNER).secret
+            for name in (f"fuzz-runner-{run}-{index}" for index in range(RUNNERS))
+        }
+    tokens = Tokens(admin=admin, runner=runner, runners=runners)
+    return create_app(settings, engine, prepare=False), tokens
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a longer campaign (a scratch SQLite database, or ``--database-url``); print its figures."""
+    """Run the chosen campaigns (a scratch SQLite database, or ``--database-url``); print their figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", type=int, default=200, help="examples per operation and mode")
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=200,
+        help="examples per operation and mode, per page route, sequences; the webhook gets five times as many",
+    )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--campaigns", default=",".join(CAMPAIGNS), help=f"a comma list of {', '.join(CAMPAIGNS)}"
+    )
     parser.add_argument("--details", action="store_true", help="print each failure's full report")
-    parser.add_argument("--only", default="", help="operations whose 'METHOD /path' contains this")
+    parser.add_argument("--only", default="", help="OpenAPI operations whose 'METHOD /path' contains this")
     parser.add_argument(
         "--database-url", help="a PostgreSQL database to run against (migrated; it keeps what the run stores)"
     )
     args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.campaigns.split(",") if name.strip()]
+    unknown = set(chosen) - set(CAMPAIGNS)
+    if unknown:
+        parser.error(f"unknown campaigns: {', '.join(sorted(unknown))}")
+    failed = False
     with tempfile.TemporaryDirectory(prefix="perftrack-schemathesis-") as root:
         app, tokens = _standalone_app(Path(root), args.database_url)
-        figures = run_campaign(app, tokens, max_examples=args.examples, seed_value=args.seed, only=args.only)
-    print(figures.summary())
-    if args.details:
-        for key in sorted(figures.failures):
-            print(f"\n=== {key}\n{figures.failures[key]}")
-    return 1 if figures.failures else 0
+        for name in chosen:
+            figures = CAMPAIGNS[name](app, tokens, args)
+            print(figures.summary(), flush=True)
+            failed = failed or bool(figures.failures)
+            if args.details:
+                for key in sorted(figures.failures):
+                    print(f"\n=== {key}\n{figures.failures[key]}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
