@@ -1,12 +1,15 @@
 """The /perf bot end to end: a signed PR comment on the fake GitHub makes the live tracker compare
 the toy repository's PR #102 (stacked on #101) with its merge base, a real CPU runner measures the
 interleaved rounds, and the one bot comment goes from queued to a finished table while the commit
-status follows the verdict. An unsigned copy of the webhook is refused and changes nothing."""
+status follows the verdict. A push to the PR during the rounds is not built: the runner measures the
+head the command saw. An unsigned copy of the webhook is refused and changes nothing, and a slow
+GitHub never holds up the webhook's answer."""
 
 from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +32,7 @@ from tracker import db
 from tracker.github.client import client_from_settings
 from tracker.github.outbox import flush_outbox
 from tracker.github.webhook import sign
-from tracker.models import Comparison, TokenRole
+from tracker.models import Comparison, Run, RunArtifacts, RunStatus, TokenRole
 from tracker.settings import Settings
 from tracker.tokens import create_token
 
@@ -117,6 +120,62 @@ def _wait_for_comments(stack: Stack) -> list[dict[str, Any]]:
     return [dict(comment) for comment in stack.fake.comments_on(102)]
 
 
+def _wait_for_comparisons(stack: Stack, count: int, timeout_s: float = 20) -> int:
+    """Comparisons once there are ``count`` (the bot carries a delivery out after the answer)."""
+    deadline = time.monotonic() + timeout_s
+    while (found := _comparisons(stack)) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _push_to_pull_request(toy: ToyRepository, number: int) -> str:
+    """A commit added on top of ``refs/pull/N/head`` (the PR moves on); returns its sha."""
+    head = toy.pull_request(number).head_sha
+    tree = _git(toy.path, "rev-parse", f"{head}^{{tree}}")
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=toy.path,
+        input="pushed during the rounds\n",
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    index = toy.path / ".git" / "pushed-index"
+    env_index = {"GIT_INDEX_FILE": str(index)}
+    subprocess.run(["git", "read-tree", tree], cwd=toy.path, check=True, env={**_env(), **env_index})
+    subprocess.run(
+        ["git", "update-index", "--add", "--cacheinfo", f"100644,{blob},PUSHED.txt"],
+        cwd=toy.path,
+        check=True,
+        env={**_env(), **env_index},
+    )
+    new_tree = subprocess.run(
+        ["git", "write-tree"],
+        cwd=toy.path,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**_env(), **env_index},
+    ).stdout.strip()
+    pushed = _git(toy.path, "commit-tree", new_tree, "-p", head, "-m", "Pushed during the rounds")
+    _git(toy.path, "update-ref", f"refs/pull/{number}/head", pushed)
+    return pushed
+
+
+def _env() -> dict[str, str]:
+    return {
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "GIT_AUTHOR_NAME": "pusher",
+        "GIT_AUTHOR_EMAIL": "pusher@example.org",
+        "GIT_COMMITTER_NAME": "pusher",
+        "GIT_COMMITTER_EMAIL": "pusher@example.org",
+    }
+
+
 def _comparisons(stack: Stack) -> int:
     engine = db.make_engine(stack.settings.effective_database_url)
     with db.make_session_factory(engine)() as session:
@@ -138,11 +197,14 @@ def test_perf_comment_is_measured_by_a_cpu_runner_and_reported_in_one_comment(
 ) -> None:
     hook = _webhook(f"/perf {CASE} on cpu rounds 2 with #101", "e2e-perf-1")
     response = _post(stack, hook)
-    assert response.status_code in (200, 202), response.text
-    assert _comparisons(stack) == 1
+    assert response.status_code == 202, response.text
+    assert _wait_for_comparisons(stack, 1) == 1
     [queued] = _wait_for_comments(stack)  # posted from the outbox right after the answer
     assert "<!-- perftrack:comparison:" in queued["body"]
     first_body = queued["body"]
+    # The author pushes while the rounds wait for a runner: what the maintainer asked for is built.
+    asked_for = stack.toy.pull_request(102).head_sha
+    _push_to_pull_request(stack.toy, 102)
 
     client = TrackerClient(stack.url, stack.runner_token, retries=5, backoff_s=0.5)
     agent = Agent(
@@ -164,7 +226,21 @@ def test_perf_comment_is_measured_by_a_cpu_runner_and_reported_in_one_comment(
         comparison = session.scalars(select(Comparison)).one()
         verdicts = [result.verdict.value for result in comparison.results]
         state = comparison.state.value
+        head_builds = session.scalars(
+            select(RunArtifacts)
+            .join(Run, Run.id == RunArtifacts.run_id)
+            .where(Run.candidate_id == comparison.head_candidate_id, Run.status == RunStatus.OK)
+        ).all()
+        built = {(tuple(artifacts.patches_applied), artifacts.tree_sha) for artifacts in head_builds}
     engine.dispose()
+
+    pinned = f"refs/pull/102/head@{asked_for}"
+    assert built, "the head arm measured nothing"
+    [mirror] = (tmp_path / "runner" / "mirrors").glob("*.git")
+    for patches, tree in built:
+        assert patches[-1] == pinned
+        assert tree is not None
+        assert "PUSHED.txt" not in _git(mirror, "ls-tree", "--name-only", tree).split()
 
     [final] = stack.fake.comments_on(102)  # still one comment: edited in place
     assert final["id"] == queued["id"]
@@ -177,3 +253,18 @@ def test_perf_comment_is_measured_by_a_cpu_runner_and_reported_in_one_comment(
     assert statuses[0]["state"] == "pending"
     expected = "failure" if "regression" in verdicts else "success"
     assert statuses[-1]["state"] == expected
+
+
+def test_a_slow_github_never_holds_up_the_webhook_answer(stack: Stack) -> None:
+    before = _comparisons(stack)
+    stack.fake.delay_s = 5.0  # every GitHub call takes 5 s; GitHub gives a webhook 10 s to answer
+    try:
+        started = time.monotonic()
+        response = _post(stack, _webhook(f"/perf {CASE} on cpu rounds 2", "e2e-slow-github"))
+        answered_s = time.monotonic() - started
+        assert response.status_code == 202, response.text
+        assert answered_s < 1.0, f"the webhook took {answered_s:.1f} s to answer"
+        # The bot still carries the command out, after the answer (permission, pull, compare: 15 s).
+        assert _wait_for_comparisons(stack, before + 1, timeout_s=90) == before + 1
+    finally:
+        stack.fake.delay_s = 0.0
