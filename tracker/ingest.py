@@ -18,6 +18,7 @@ from tracker.jobs import finish_job, live_job
 from tracker.metrics import record_result
 from tracker.models import Run, RunArtifacts, Runner, RunSource, RunStage, RunStatus, utcnow
 from tracker.reactions import after_import, after_job_run
+from tracker.redaction import redact_environment, redact_text
 from tracker.schemas import JobResultIn, MeasurementIn, ResultIn
 from tracker.series_counts import count_run
 from tracker.settings import Settings
@@ -192,7 +193,7 @@ def _build_run(result: MeasurementIn, *, key: str, digest: str, source: RunSourc
         payload_digest=digest,
         source=source,
         status=RunStatus(result.status),
-        failure_reason=result.failure_reason,
+        failure_reason=None if result.failure_reason is None else redact_text(result.failure_reason),
         denoise_stage_ms=result.denoise_stage_ms,
         e2e_ms=result.e2e_ms,
         peak_memory_mb=result.peak_memory_mb,
@@ -211,9 +212,10 @@ def _build_run(result: MeasurementIn, *, key: str, digest: str, source: RunSourc
         ],
         artifacts=RunArtifacts(
             step_times_ms=list(result.step_times_ms),
-            environment=result.environment,
-            command=result.command,
-            raw_log=result.raw_log,
+            # Logs and commands are served to every reader: tokens in them are not stored.
+            environment=redact_environment(result.environment),
+            command=redact_text(result.command),
+            raw_log=redact_text(result.raw_log),
             log_truncated=result.log_truncated,
             perf_dump=result.perf_dump,
         ),

@@ -13,15 +13,40 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 SHA_PATTERN = re.compile(r"^[0-9a-f]{7,40}$")
-PATCH_REF_PATTERN = re.compile(r"^(?:[0-9a-f]{7,40}|refs/pull/\d+/head|#\d+)$")
+# A patch: a commit sha (7-40 hex digits, or 64 in a SHA-256 repository) or a pull request, "#N" or
+# "refs/pull/N/head", optionally pinned to its head commit ("@SHA", as tracker.vcs writes it). N is
+# checked against MAX_INT32 apart: PR numbers are INTEGER columns.
+PATCH_REF_PATTERN = re.compile(
+    r"^(?:[0-9a-f]{7,40}|[0-9a-f]{64}|(?:refs/pull/([0-9]+)/head|#([0-9]+))(?:@(?:[0-9a-f]{40}|[0-9a-f]{64}))?)$"
+)
+MAX_PATCHES = 64
+MAX_PATCH_REF_LENGTH = 100  # the longest valid shape is "refs/pull/2147483647/head@" and a 64-digit sha
 
-# At least a nanosecond: detection takes logs of ratios, which a subnormal (5e-324) turns into log(0).
-PositiveMs = Annotated[float, Field(ge=1e-6, allow_inf_nan=False, le=1e9)]
-NonNegativeMs = Annotated[float, Field(ge=0, allow_inf_nan=False, le=1e10)]
-Count = Annotated[int, Field(ge=0, le=10_000_000)]
+MAX_INT32 = 2**31 - 1  # PostgreSQL INTEGER: PR numbers, counts
+# The largest id a path or query accepts. Ids are BIGINT, but no deployment nears 2**31 rows; one
+# bound every integer column and every backend holds means an id beyond it answers "no such thing"
+# instead of overflowing a driver (SQLite's 64-bit binding, a 32-bit column, ...).
+MAX_ID = MAX_INT32
+
+# How deep a JSON value (``environment``, ``perf_dump``, a whole body) may nest. Real ones nest a
+# few levels; deeper input is refused before any recursive code (pydantic, the NUL scrubber, the
+# JSON column serialiser, the digest) walks it, so it can never raise RecursionError.
+MAX_JSON_DEPTH = 32
+
+# Times a result or commit may carry: anything outside is a typo or hostile, and a year-1 or
+# year-9999 time with an offset cannot even be converted to UTC.
+EARLIEST_TIME = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+LATEST_TIME = dt.datetime(2100, 12, 31, 23, 59, 59, tzinfo=dt.UTC)
+
+# Measurements are JSON numbers only (ints welcome): strict, so ``true`` or ``"12"`` is refused
+# rather than read as 1.0 or 12.0. At least a nanosecond: detection takes logs of ratios, which a
+# subnormal (5e-324) turns into log(0).
+PositiveMs = Annotated[float, Strict(), Field(ge=1e-6, allow_inf_nan=False, le=1e9)]
+NonNegativeMs = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False, le=1e10)]
+Count = Annotated[int, Strict(), Field(ge=0, le=10_000_000)]
 
 
 def _sha(value: str) -> str:
@@ -34,11 +59,82 @@ def _sha(value: str) -> str:
 def _aware(value: dt.datetime) -> dt.datetime:
     if value.tzinfo is None:
         raise ValueError("must include a timezone offset, e.g. 2026-03-01T12:00:00Z")
+    # Compared before converting: astimezone() overflows for year 1 or 9999 with an offset.
+    if not EARLIEST_TIME <= value <= LATEST_TIME:
+        raise ValueError(f"must be between {EARLIEST_TIME:%Y-%m-%d} and {LATEST_TIME:%Y-%m-%d} (UTC)")
     return value.astimezone(dt.UTC)
+
+
+def _pull_number(match: re.Match[str]) -> int | None:
+    number = match[1] or match[2]
+    return int(number) if number is not None else None
+
+
+def _patch_ref(ref: str) -> str:
+    match = PATCH_REF_PATTERN.fullmatch(ref)
+    if match is None:
+        raise ValueError(
+            "must be a commit sha (7 to 40, or 64, hexadecimal digits) "
+            "or a pull request (#N or refs/pull/N/head, optionally @SHA)"
+        )
+    number = _pull_number(match)
+    if number is not None and not 1 <= number <= MAX_INT32:
+        raise ValueError(f"pull request number {number} is not between 1 and {MAX_INT32}")
+    return ref
+
+
+def _distinct_patches(refs: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    for index, ref in enumerate(refs):
+        match = PATCH_REF_PATTERN.fullmatch(ref)
+        number = _pull_number(match) if match is not None else None
+        key = f"#{number}" if number is not None else ref  # "#12" is "refs/pull/12/head"
+        if key in seen:
+            raise ValueError(f"[{index}] {ref!r} repeats [{seen[key]}]; each patch is stacked once")
+        seen[key] = index
+    return refs
 
 
 Sha = Annotated[str, AfterValidator(_sha)]
 AwareDatetime = Annotated[dt.datetime, AfterValidator(_aware)]
+PatchRef = Annotated[str, Field(max_length=MAX_PATCH_REF_LENGTH), AfterValidator(_patch_ref)]
+PatchRefs = Annotated[
+    list[PatchRef],
+    Field(
+        max_length=MAX_PATCHES,
+        description="refs stacked on the commit, in order: shas, #N or refs/pull/N/head",
+    ),
+    AfterValidator(_distinct_patches),
+]
+
+
+def json_too_deep(value: Any, *, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Where ``value`` nests lists and dicts more than ``limit`` deep (``"environment"``), else None.
+
+    Iterative on purpose: a 100,000-level value must not raise RecursionError while being measured.
+    """
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.items()
+        elif isinstance(item, list):
+            children = enumerate(item)
+        else:
+            continue
+        if depth > limit:
+            return where or "body"
+        for key, child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1, where or str(key)[:64]))
+    return None
+
+
+def reject_deep_json(data: Any) -> None:
+    """Raise ``ValueError`` naming the top-level field when ``data`` nests over :data:`MAX_JSON_DEPTH`."""
+    field = json_too_deep(data)
+    if field is not None:
+        raise ValueError(f"{field}: nested more than {MAX_JSON_DEPTH} levels deep")
 
 
 def _without_nul(value: Any) -> Any:
@@ -57,7 +153,11 @@ class _In(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_nul_characters(cls, data: Any) -> Any:
-        """PostgreSQL's text and JSONB cannot hold U+0000: it becomes U+FFFD, as the runner's log reader does."""
+        """PostgreSQL's text and JSONB cannot hold U+0000: it becomes U+FFFD, as the runner's log reader does.
+
+        Too-deep input is refused first, before the recursive scrub (or anything else) walks it.
+        """
+        reject_deep_json(data)
         return _without_nul(data)
 
 
@@ -65,7 +165,9 @@ class CommitIn(_In):
     """The commit a result measured (the candidate's base)."""
 
     sha: Sha
-    committed_at: AwareDatetime | None = Field(default=None, description="committer time, with offset")
+    committed_at: AwareDatetime | None = Field(
+        default=None, description="committer time, with offset, between 1970 and 2100"
+    )
     title: Annotated[str, Field(max_length=512)] = ""
     author_name: Annotated[str, Field(max_length=255)] = ""
     author_email: Annotated[str, Field(max_length=255)] = ""
@@ -101,12 +203,12 @@ class MeasurementIn(_In):
     step_times_ms: list[PositiveMs] = Field(
         default_factory=list, description="per denoise step, step 0 first"
     )
-    denoise_step_count: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    denoise_step_count: Annotated[int, Strict(), Field(gt=0, le=100_000)] | None = None
     denoise_step_mean_ms: PositiveMs | None = Field(default=None, description="average reported by the log")
     denoise_stage_ms: PositiveMs | None = None
     stages: Annotated[list[StageIn], Field(max_length=256)] = []
     e2e_ms: PositiveMs | None = None
-    peak_memory_mb: Annotated[float, Field(ge=1e-3, allow_inf_nan=False, le=1e8)] | None = None
+    peak_memory_mb: Annotated[float, Strict(), Field(ge=1e-3, allow_inf_nan=False, le=1e8)] | None = None
     compile: CompileCounters = CompileCounters()
     requests_seen: Count = 0
     warmup_requests: Count = 0
@@ -117,7 +219,7 @@ class MeasurementIn(_In):
     raw_log: str = ""
     log_truncated: bool = False
     perf_dump: dict[str, Any] | None = None
-    measured_at: AwareDatetime | None = None
+    measured_at: AwareDatetime | None = Field(default=None, description="with offset, between 1970 and 2100")
 
     @model_validator(mode="after")
     def _consistent_measurement(self) -> MeasurementIn:
@@ -156,19 +258,10 @@ class ResultIn(MeasurementIn):
     case: Annotated[str, Field(min_length=1, max_length=128, description="case slug")]
     hardware: Annotated[str, Field(min_length=1, max_length=64)]
     commit: CommitIn
-    patches: Annotated[list[str], Field(max_length=64)] = Field(
-        default_factory=list, description="refs stacked on the commit: shas or refs/pull/N/head"
-    )
+    patches: PatchRefs = Field(default_factory=list)
     idempotency_key: (
         Annotated[str, Field(min_length=8, max_length=128, pattern=r"^[A-Za-z0-9_.:\-]+$")] | None
     ) = None
-
-    @model_validator(mode="after")
-    def _patch_refs(self) -> ResultIn:
-        for index, ref in enumerate(self.patches):
-            if not PATCH_REF_PATTERN.match(ref):
-                raise ValueError(f"patches[{index}]: {ref!r} is neither a commit sha nor refs/pull/N/head")
-        return self
 
 
 class BuildInfo(_In):
@@ -184,7 +277,7 @@ class BuildInfo(_In):
 class JobResultIn(MeasurementIn):
     """A runner's upload for one attempt of a leased job; case, hardware and candidate come from the job."""
 
-    attempt: Annotated[int, Field(ge=1, le=1000)]
+    attempt: Annotated[int, Strict(), Field(ge=1, le=1000)]
     build: BuildInfo = BuildInfo()
     output_digest: Annotated[str, Field(max_length=128)] | None = None
     request_latencies_ms: Annotated[list[PositiveMs], Field(max_length=1000)] = []

@@ -28,7 +28,7 @@ from tracker.errors import (
     PerftrackError,
 )
 from tracker.logs import Redactor, secret_values
-from tracker.schemas import describe_errors
+from tracker.schemas import MAX_JSON_DEPTH, describe_errors
 from web.pages.templating import templates
 
 logger = logging.getLogger("perftrack.web")
@@ -91,6 +91,9 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(request: Request, error: RequestValidationError) -> Response:
         problems = _problems(request, error.errors())
+        if _wants_html(request) and any(_names_a_page(problem["loc"]) for problem in problems):
+            # /runs/99999999999999999999999 or /jobs?id=abc: no such page, rather than a form error.
+            return _html_error(request, 404, describe_errors(problems))
         if _wants_html(request):  # a bad filter (?limit=abc) or form field: still a page, not JSON
             return _html_error(request, 422, describe_errors(problems))
         return JSONResponse({"detail": describe_errors(problems), "errors": problems}, status_code=422)
@@ -102,6 +105,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, error: StarletteHTTPException) -> Response:
+        if isinstance(error.__cause__, RecursionError):
+            # FastAPI's json.loads gave up on a body nested thousands of levels deep.
+            return JSONResponse(
+                {"detail": f"body: JSON nested too deeply (the limit is {MAX_JSON_DEPTH} levels)"},
+                status_code=422,
+            )
         detail = redact(request, str(error.detail))
         if _wants_html(request):
             return _html_error(request, error.status_code, detail)
@@ -126,6 +135,11 @@ def install_error_handlers(app: FastAPI) -> None:
         if _wants_html(request):
             return _html_error(request, 500, "Something went wrong; the server log has the details.")
         return JSONResponse({"detail": "internal error; see the server log"}, status_code=500)
+
+
+def _names_a_page(loc: list[Any]) -> bool:
+    """Whether a validation problem is about which page was asked for: a path parameter or ``?id=``."""
+    return bool(loc) and (loc[0] == "path" or loc[:2] == ["query", "id"])
 
 
 def _wants_html(request: Request) -> bool:

@@ -140,6 +140,9 @@ def test_import_regression_into_the_database(cli_env: str) -> None:
     ]
 
 
+QWEN_AT_669A9BD = ["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "669a9bd"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -165,6 +168,18 @@ def test_import_regression_into_the_database(cli_env: str) -> None:
         (
             ["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "669a9bd", "--patch", "main"],
             "patches[0]",
+        ),
+        (
+            [*QWEN_AT_669A9BD, "--patch", "#99999999999999999999"],
+            "patches[0]: pull request number 99999999999999999999 is not between 1 and 2147483647",
+        ),
+        (
+            [*QWEN_AT_669A9BD, "--patch", "#43601", "--patch", "refs/pull/43601/head"],
+            "patches: [1] 'refs/pull/43601/head' repeats [0]",
+        ),
+        (
+            [*QWEN_AT_669A9BD, "--commit-time", "0001-01-01T00:00:00+05:00"],
+            "commit.committed_at: must be between 1970-01-01 and 2100-12-31",
         ),
     ],
 )

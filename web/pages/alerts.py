@@ -18,6 +18,7 @@ from web.deps import DashboardAdminDep, SessionDep, WebSessionDep, WriteSessionD
 from web.errors import redact
 from web.pages.templating import templates
 from web.schemas.alerts import AlertDetailOut
+from web.schemas.params import AlertId
 
 router = APIRouter()
 
@@ -153,7 +154,7 @@ def _chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
 
 
 @router.get("/alerts/{alert_id}", response_class=HTMLResponse)
-def alert_page(request: Request, alert_id: int, session: SessionDep, web: WebSessionDep) -> Response:
+def alert_page(request: Request, alert_id: AlertId, session: SessionDep, web: WebSessionDep) -> Response:
     """One alert: the numbers, the chart around the change, bisection, history, triage."""
     alert = get_alert(session=session, alert_id=alert_id)
     detail = AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
@@ -177,7 +178,7 @@ def alert_page(request: Request, alert_id: int, session: SessionDep, web: WebSes
 
 @router.post("/alerts/{alert_id}/triage")
 def triage(
-    alert_id: int,
+    alert_id: AlertId,
     account: DashboardAdminDep,
     session: WriteSessionDep,
     web: WebSessionDep,

@@ -13,6 +13,7 @@ from tracker.models import Calibration, Comparison
 from web.deps import SessionDep
 from web.pages.templating import format_ms, format_pct, templates
 from web.schemas.comparisons import ComparisonDetailOut, ComparisonResultDetailOut
+from web.schemas.params import ComparisonId
 
 router = APIRouter()
 
@@ -104,7 +105,7 @@ def comparisons_page(request: Request, session: SessionDep) -> Response:
 
 
 @router.get("/comparisons/{comparison_id}", response_class=HTMLResponse)
-def comparison_page(request: Request, comparison_id: int, session: SessionDep) -> Response:
+def comparison_page(request: Request, comparison_id: ComparisonId, session: SessionDep) -> Response:
     """One comparison: the PR table per hardware, per-round charts, candidates, Markdown to copy."""
     view = comparison_view(session=session, comparison_id=comparison_id)
     detail = ComparisonDetailOut.of_view(view)

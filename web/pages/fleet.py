@@ -15,6 +15,7 @@ from tracker.jobs import get_job
 from tracker.models import HardwareKind, JobState
 from web.deps import SessionDep, SettingsDep
 from web.pages.templating import templates
+from web.schemas.params import MAX_ID
 
 router = APIRouter()
 
@@ -59,7 +60,7 @@ def jobs_page(
     session: SessionDep,
     state: Annotated[str, Query(max_length=16)] = "",
     hardware: Annotated[str, Query(max_length=64)] = "",
-    job_id: Annotated[int | None, Query(alias="id")] = None,
+    job_id: Annotated[int | None, Query(alias="id", ge=1, le=MAX_ID)] = None,
 ) -> HTMLResponse:
     """Queue depth by hardware and reason; queued, leased and finished jobs (or one job by ``id``)."""
     kind: HardwareKind | None = get_hardware_kind(session=session, name=hardware) if hardware else None

@@ -17,6 +17,7 @@ from tracker.models import RunStage
 from tracker.queries import get_run
 from web.deps import SessionDep
 from web.pages.templating import templates
+from web.schemas.params import RunId
 
 router = APIRouter()
 
@@ -202,7 +203,7 @@ def condition_rows(conditions: RunConditions) -> tuple[list[ConditionRow], list[
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: int, session: SessionDep) -> HTMLResponse:
+def run_page(request: Request, run_id: RunId, session: SessionDep) -> HTMLResponse:
     """Run detail: why it measured what it did, in one page."""
     run = get_run(session=session, run_id=run_id)
     artifacts = run.artifacts

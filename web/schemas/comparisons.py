@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tracker.comparison_views import ArmView, ComparisonView, ResultView, RoundView
 from tracker.comparisons import MAX_ROUNDS
 from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
-from tracker.schemas import PATCH_REF_PATTERN, Sha
+from tracker.schemas import PatchRefs, Sha
 from web.schemas.params import MAX_INT32, InModel
 
 Slug = Annotated[str, Field(min_length=1, max_length=128)]
@@ -24,14 +24,7 @@ class CandidateIn(InModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     sha: Sha
-    patches: Annotated[list[str], Field(max_length=64)] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _patch_refs(self) -> CandidateIn:
-        for index, ref in enumerate(self.patches):
-            if not PATCH_REF_PATTERN.match(ref):
-                raise ValueError(f"patches[{index}]: {ref!r} is neither a commit sha nor refs/pull/N/head")
-        return self
+    patches: PatchRefs = Field(default_factory=list)
 
 
 class ComparisonIn(InModel):

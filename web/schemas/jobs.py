@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tracker.jobs import RunnerStatus
 from tracker.models import CarriedPatch, Job
-from tracker.schemas import CommitIn
+from tracker.schemas import CommitIn, PatchRefs
 from web.schemas.params import InModel
 
 
@@ -85,7 +85,7 @@ class EnqueueIn(InModel):
     case: Annotated[str, Field(min_length=1, max_length=128)]
     hardware: Annotated[str, Field(min_length=1, max_length=64)]
     commit: CommitIn
-    patches: Annotated[list[str], Field(max_length=64)] = Field(default_factory=list)
+    patches: PatchRefs = Field(default_factory=list)
     reason: Literal["manual", "nightly", "pr", "bisect", "confirm"] = "manual"
     priority: Annotated[int, Field(ge=-1000, le=1000)] = 0
     purpose: Annotated[str, Field(max_length=64)] = ""

@@ -1,5 +1,6 @@
-"""Input types with the bounds the database can hold, declared in the schema: ids in paths, and the
-base of the web-only request bodies (NUL characters replaced, as ``tracker.schemas`` does)."""
+"""Input types with the bounds the database can hold, declared in the schema: ids in paths (pages and
+API alike: an id outside 1..MAX_ID names nothing), and the base of the web-only request bodies (too
+deep refused, NUL characters replaced, as ``tracker.schemas`` does)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Annotated, Any
 from fastapi import Path
 from pydantic import BaseModel, model_validator
 
-MAX_ID = 2**63 - 1  # ids are 64-bit (BIGINT on PostgreSQL, INTEGER on SQLite)
-MAX_INT32 = 2**31 - 1  # plain INTEGER columns on PostgreSQL (PR numbers, counts)
+from tracker.schemas import MAX_ID, MAX_INT32, reject_deep_json
+
+__all__ = ["MAX_ID", "MAX_INT32", "AlertId", "ComparisonId", "InModel", "JobId", "RunId"]
 
 AlertId = Annotated[int, Path(ge=1, le=MAX_ID, description="an alert's id")]
 JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="a job's id")]
@@ -33,4 +35,5 @@ class InModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_nul_characters(cls, data: Any) -> Any:
+        reject_deep_json(data)  # before the recursive scrub walks it
         return _without_nul(data)
