@@ -8,7 +8,13 @@ Every record goes through :class:`RedactingFilter` on the way out: perftrack tok
 followed by their random part), ``Authorization`` / ``Cookie`` header values, ``Bearer``
 credentials, extra fields named like secrets, and the configured secret values themselves
 (admin token, session secret, GitHub credentials, the database password, ...) are replaced by
-``[redacted]`` in the message, the extra fields and the traceback.
+``[redacted]`` in the message, the request id, the extra fields (whatever their type) and the
+traceback.
+
+A line is one record: the text format writes control characters (CR, LF, TAB, ESC, ...) and
+Unicode line separators in the message, the request id and the extra fields as escapes (``\\n``,
+``\\x1b``), and indents a traceback's lines, so a request path cannot forge a line; the JSON format
+escapes them as JSON does.
 """
 
 from __future__ import annotations
@@ -49,6 +55,10 @@ _STANDARD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__di
     "taskName",
     "color_message",  # uvicorn's copy of its message with terminal colours
 }
+# Characters that could end a line or rewrite a terminal: C0 and C1 controls, DEL, and the Unicode
+# line and paragraph separators (str.splitlines() breaks on them).
+_CONTROL_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _HANDLER_MARK = "_perftrack_handler"
 _MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words; real secrets are much longer
 
@@ -73,16 +83,22 @@ class Redactor:
         return _BEARER_TEXT.sub(lambda match: f"{match[1]} {REDACTED}", value)
 
     def value(self, key: str, value: Any) -> Any:
-        """An extra field's value, redacted: whole when its name says secret, else its strings."""
-        if _SECRET_KEY.search(key) and value is not None and not isinstance(value, bool | int | float):
+        """An extra field's value, redacted: whole when its name says secret, else its text.
+
+        Numbers, booleans and ``None`` stay as they are; any other object is logged as its redacted
+        ``str()`` (a formatter would write ``str()`` anyway, secrets and all).
+        """
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if _SECRET_KEY.search(key):
             return REDACTED
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
-            return {str(k): self.value(str(k), v) for k, v in value.items()}
+            return {self.text(str(k)): self.value(str(k), v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self.value(key, item) for item in value]
-        return value
+        return self.text(str(value))
 
 
 class RedactingFilter(logging.Filter):
@@ -105,8 +121,8 @@ class RedactingFilter(logging.Filter):
             record.exc_text = self.redactor.text(record.exc_text)
         if record.stack_info:
             record.stack_info = self.redactor.text(record.stack_info)
-        if not hasattr(record, "request_id"):
-            record.request_id = request_id.get()
+        rid = getattr(record, "request_id", None) or request_id.get()
+        record.request_id = self.redactor.text(str(rid)) if rid is not None else None
         return True
 
 
@@ -142,28 +158,54 @@ class JsonFormatter(logging.Formatter):
             entry["exception"] = record.exc_text
         if record.stack_info:
             entry["stack"] = record.stack_info
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        # JSON escapes C0 controls itself; these three are valid raw but split lines for some readers.
+        return (
+            json.dumps(entry, default=str, ensure_ascii=False)
+            .replace("\x85", "\\u0085")
+            .replace("\u2028", "\\u2028")
+            .replace("\u2029", "\\u2029")
+        )
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control characters and line separators written as escapes (one line, always)."""
+    return _CONTROL_TEXT.sub(_escape_control, text)
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    char = match[0]
+    return _CONTROL_ESCAPES.get(char) or (
+        f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    )
 
 
 class TextFormatter(logging.Formatter):
-    """``time LEVEL logger [request id] message key=value ...`` for a terminal."""
+    """``time LEVEL logger [request id] message key=value ...`` for a terminal.
+
+    A traceback follows on lines indented by two spaces, so no line of it (an exception message
+    quoting a request, say) can pass for a record of its own.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
-        """The record as one readable line (plus its traceback, if any)."""
+        """The record as one readable line (plus its indented traceback, if any)."""
         parts = [_timestamp(record), record.levelname, record.name]
         rid = getattr(record, "request_id", None)
         if rid:
-            parts.append(f"[{rid}]")
-        parts.append(record.getMessage())
-        parts.extend(f"{key}={value}" for key, value in extra_fields(record).items())
+            parts.append(f"[{escape_controls(str(rid))}]")
+        parts.append(escape_controls(record.getMessage()))
+        parts.extend(f"{key}={escape_controls(str(value))}" for key, value in extra_fields(record).items())
         line = " ".join(parts)
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
-            line += "\n" + record.exc_text
+            line += "\n" + _indented(record.exc_text)
         if record.stack_info:
-            line += "\n" + record.stack_info
+            line += "\n" + _indented(record.stack_info)
         return line
+
+
+def _indented(text: str) -> str:
+    return "\n".join(f"  {escape_controls(part)}" for part in text.split("\n"))
 
 
 def secret_values(settings: Settings) -> list[str]:

@@ -81,6 +81,11 @@ HTTP_REQUEST_SECONDS = Histogram(
     registry=PROCESS_REGISTRY,
 )
 
+# Request methods counted by name; any other (a client may invent XMETHOD1, XMETHOD2, ...) is
+# counted as "other", so no client can grow the number of series.
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "other"
+
 WEBHOOK_OUTCOMES = (
     "accepted",
     "duplicate",
@@ -137,7 +142,8 @@ def record_webhook(outcome: str) -> None:
 
 
 def record_request(*, method: str, route: str, status: int, seconds: float) -> None:
-    """Count one HTTP request and observe its latency."""
+    """Count one HTTP request and observe its latency (an unknown method is counted as ``other``)."""
+    method = method if method in HTTP_METHODS else OTHER_METHOD
     HTTP_REQUESTS.labels(method=method, route=route, status=str(status)).inc()
     HTTP_REQUEST_SECONDS.labels(method=method, route=route).observe(seconds)
 

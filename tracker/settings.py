@@ -50,6 +50,16 @@ class Settings(BaseSettings):
     # (sign-ins do not survive a restart); production refuses to start without a real one.
     session_secret: SecretStr | None = None
     session_max_age_s: int = Field(default=12 * 3600, ge=60, description="how long a dashboard sign-in lasts")
+    # Dashboard sign-in throttle (tracker.sign_in_throttle): after sign_in_failures_allowed wrong
+    # tokens from one client address (IPv6: its /64), every sign-in from it gets 429 for
+    # sign_in_delay_s, doubled by each further failure up to sign_in_max_delay_s; the count starts
+    # over sign_in_window_s after the last failure and wait. All clients together get the same after
+    # sign_in_global_failures_allowed failures (0: no global ceiling).
+    sign_in_failures_allowed: int = Field(default=5, ge=1)
+    sign_in_global_failures_allowed: int = Field(default=100, ge=0)
+    sign_in_window_s: int = Field(default=900, ge=1)
+    sign_in_delay_s: int = Field(default=10, ge=1)
+    sign_in_max_delay_s: int = Field(default=900, ge=1)
 
     # Client side (import-log --server, the runner): where the tracker is and the token to use.
     server_url: str | None = None

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tracker import db
 from tracker.catalog import sync_suites
 from tracker.errors import PerftrackError
+from tracker.models import utcnow
 from tracker.scheduling.service import SchedulerService
 from tracker.settings import Settings, get_settings
 from tracker.suites import load_suites
@@ -24,6 +26,7 @@ from tracker.tokens import ensure_bootstrap_admin
 from web.api.main import api_router
 from web.auth import WebSessionMiddleware
 from web.errors import install_error_handlers
+from web.headers import SecurityHeaders
 from web.limits import BodySizeLimit
 from web.metrics import router as metrics_router
 from web.observe import RequestObserver
@@ -79,10 +82,12 @@ def create_app(
     *,
     sessions: sessionmaker[Session] | None = None,
     prepare: bool = True,
+    clock: Callable[[], dt.datetime] = utcnow,
 ) -> FastAPI:
     """Build the app; ``prepare`` migrates (SQLite) and syncs suites at start-up.
 
-    ``sessions`` lets tests run every request inside one rolled-back transaction.
+    ``sessions`` lets tests run every request inside one rolled-back transaction; ``clock`` lets
+    them move time (dashboard session expiry, the sign-in throttle).
     """
     settings = settings or get_settings()
     engine = engine or db.make_engine(settings.effective_database_url)
@@ -91,6 +96,7 @@ def create_app(
         engine=engine,
         sessions=sessions or db.make_session_factory(engine),
         read_sessions=sessions or db.make_session_factory(engine, write=False),
+        clock=clock,
     )
 
     @asynccontextmanager
@@ -122,6 +128,7 @@ def create_app(
         secret=settings.session_secret.get_secret_value(),
         max_age_s=settings.session_max_age_s,
     )
+    app.add_middleware(SecurityHeaders)  # on every answer, refusals by inner middleware included
     app.add_middleware(RequestObserver)  # added last: outermost, so it times and logs every answer
     app.include_router(api_router)
     app.include_router(pages_router)

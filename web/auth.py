@@ -1,11 +1,13 @@
 """Dashboard sign-in and CSRF protection.
 
 A signed-in admin pastes an admin API token once; the server checks it with
-:func:`tracker.tokens.authenticate` and keeps only the token's id and name in a signed cookie
-(itsdangerous, HttpOnly, SameSite=Lax, Secure over https). The cookie also holds a random CSRF
-secret: every form carries it in a hidden ``csrf_token`` field and every POST compares the two in
-constant time. On each request :class:`WebSessionMiddleware` re-reads the token row, so a revoked
-(or demoted) token signs its sessions out on the next request.
+:func:`tracker.tokens.authenticate` and starts a server-side session
+(:mod:`tracker.dashboard_sessions`). The cookie (itsdangerous-signed, HttpOnly, SameSite=Lax,
+Secure over https) carries the session's random id, never the token, and a random CSRF secret:
+every form carries it in a hidden ``csrf_token`` field and every POST compares the two in constant
+time. On each request :class:`WebSessionMiddleware` looks the session up: a cookie whose session
+is unknown, expired, signed out (revoked) or whose token was revoked or demoted is treated as
+signed out, so a copied cookie dies with the session it names.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tracker.models import ApiToken, TokenRole
+from tracker import db
+from tracker.dashboard_sessions import live_session, touch_session
 from web.state import AppState
 
 COOKIE = "perftrack_session"
 CSRF_FIELD = "csrf_token"
 _SALT = "perftrack.web-session"
+# What the cookie may hold: the session id (signed in only), the CSRF secret, a flash message.
+_SESSION_ID, _CSRF, _FLASH = "sid", "csrf", "flash"
 
 
 @dataclass(frozen=True)
@@ -38,54 +43,60 @@ class Account:
 
 
 class WebSession:
-    """The signed cookie's content for one request; changes are written back on the response."""
+    """The signed cookie's content for one request; changes are written back on the response.
+
+    ``account`` is set by :class:`WebSessionMiddleware` once the server-side session checks out;
+    the cookie alone never signs anyone in.
+    """
 
     def __init__(self, data: dict[str, Any] | None = None) -> None:
-        self.data: dict[str, Any] = dict(data or {})
-        self.modified = False
+        raw = dict(data or {})
+        self.data: dict[str, Any] = {key: raw[key] for key in (_SESSION_ID, _CSRF, _FLASH) if key in raw}
+        self.modified = len(self.data) != len(raw)  # an older cookie's leftovers are dropped
+        self.account: Account | None = None
 
     @property
-    def account(self) -> Account | None:
-        """The signed-in account, if any."""
-        token_id, name = self.data.get("token_id"), self.data.get("name")
-        if isinstance(token_id, int) and isinstance(name, str):
-            return Account(token_id=token_id, name=name)
-        return None
+    def session_id(self) -> str | None:
+        """The server-side session the cookie names (its random id), if any."""
+        value = self.data.get(_SESSION_ID)
+        return value if isinstance(value, str) and value else None
 
     def csrf_token(self) -> str:
         """This session's CSRF secret, created on first use."""
-        token = self.data.get("csrf")
+        token = self.data.get(_CSRF)
         if not isinstance(token, str) or not token:
             token = secrets.token_urlsafe(32)
-            self.data["csrf"] = token
+            self.data[_CSRF] = token
             self.modified = True
         return token
 
     def csrf_matches(self, submitted: str | None) -> bool:
         """Whether a submitted form token is this session's (constant time)."""
-        expected = self.data.get("csrf")
+        expected = self.data.get(_CSRF)
         if not isinstance(expected, str) or not expected or not submitted:
             return False
         return hmac.compare_digest(submitted.encode(), expected.encode())
 
-    def sign_in(self, token: ApiToken) -> None:
-        """Start a signed-in session; a fresh CSRF secret defeats session fixation."""
-        self.data = {"token_id": token.id, "name": token.name, "csrf": secrets.token_urlsafe(32)}
+    def sign_in(self, account: Account, session_id: str) -> None:
+        """Name a server-side session just started; a fresh CSRF secret defeats session fixation."""
+        self.data = {_SESSION_ID: session_id, _CSRF: secrets.token_urlsafe(32)}
+        self.account = account
         self.modified = True
 
     def sign_out(self) -> None:
-        """Forget the account and the CSRF secret."""
+        """Forget the session, the account and the CSRF secret (the caller ends the server side)."""
         self.data = {}
+        self.account = None
         self.modified = True
 
     def flash(self, kind: str, message: str) -> None:
         """A message for the next page shown (``ok`` or ``error``)."""
-        self.data["flash"] = [kind, message]
+        self.data[_FLASH] = [kind, message]
         self.modified = True
 
     def pop_flash(self) -> tuple[str, str] | None:
         """The pending flash message, removed."""
-        value = self.data.pop("flash", None)
+        value = self.data.pop(_FLASH, None)
         if value is None:
             return None
         self.modified = True
@@ -103,10 +114,17 @@ def web_session_of(connection: HTTPConnection) -> WebSession:
     return web
 
 
-def _active_admin(state: AppState, token_id: int) -> bool:
+def signed_in_account(state: AppState, session_id: str) -> Account | None:
+    """The account of the live server-side session ``session_id`` names (touched now and then)."""
+    now = state.clock()
     with state.read_sessions() as session:
-        token = session.get(ApiToken, token_id)
-        return token is not None and token.revoked_at is None and token.role is TokenRole.ADMIN
+        live = live_session(session=session, secret=session_id, now=now)
+    if live is None:
+        return None
+    if live.needs_touch:
+        with db.session_scope(state.sessions) as session:
+            touch_session(session=session, session_id=live.session_id, now=now)
+    return Account(token_id=live.token_id, name=live.token_name)
 
 
 class WebSessionMiddleware:
@@ -127,11 +145,12 @@ class WebSessionMiddleware:
         web = WebSession(data)
         if raw and data is None:
             web.modified = True  # an expired or forged cookie: replace it with an empty one
-        account = web.account
-        if account is not None:
+        session_id = web.session_id
+        if session_id is not None:
             state: AppState = scope["app"].state.perftrack
-            if not await anyio.to_thread.run_sync(_active_admin, state, account.token_id):
-                web.sign_out()
+            web.account = await anyio.to_thread.run_sync(signed_in_account, state, session_id)
+            if web.account is None:
+                web.sign_out()  # unknown, expired, signed out, or its token revoked
         scope.setdefault("state", {})["web_session"] = web
         secure = scope.get("scheme") == "https"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -53,6 +54,14 @@ def _scoped(factory: sessionmaker[Session]) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session)]
 WriteSessionDep = Annotated[Session, Depends(get_write_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_now(state: Annotated[AppState, Depends(get_state)]) -> dt.datetime:
+    """The app clock's current time (UTC); tests give the app a clock they move."""
+    return state.clock()
+
+
+NowDep = Annotated[dt.datetime, Depends(get_now)]
 
 
 def get_history(settings: SettingsDep) -> GitHistory:

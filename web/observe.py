@@ -16,16 +16,18 @@ from tracker.metrics import record_request
 access_logger = logging.getLogger("perftrack.access")
 REQUEST_ID_HEADER = "X-Request-ID"
 # A client's id is kept only if it is short and plain (it is echoed and logged); else a new one.
-_REQUEST_ID_SHAPE = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+# No underscore: a perftrack token (pt_...) can never pass for a request id.
+_REQUEST_ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:\-]{0,63}")
 UNMATCHED_ROUTE = "<unmatched>"
 
 
 def incoming_request_id(scope: Scope) -> str:
-    """The request's ``X-Request-ID`` if it is acceptable, else a new random one."""
+    """The request's ``X-Request-ID`` if it is acceptable (1-64 letters, digits, ``.``, ``:``,
+    ``-``), else a new random one."""
     for name, value in scope.get("headers", []):
         if name == b"x-request-id":
             candidate = bytes(value).decode("latin-1")
-            if _REQUEST_ID_SHAPE.match(candidate):
+            if _REQUEST_ID_SHAPE.fullmatch(candidate):
                 return candidate
             break
     return uuid.uuid4().hex

@@ -1,12 +1,15 @@
-"""Process-wide objects the app is built around: settings, engine, session factory."""
+"""Process-wide objects the app is built around: settings, engine, session factory, clock."""
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from tracker.models import utcnow
 from tracker.settings import Settings
 
 
@@ -18,3 +21,4 @@ class AppState:
     engine: Engine
     sessions: sessionmaker[Session]  # writers (SQLite: BEGIN IMMEDIATE)
     read_sessions: sessionmaker[Session]  # readers, never blocked by a writer
+    clock: Callable[[], dt.datetime] = utcnow  # now, UTC (sessions' expiry, the sign-in throttle)

@@ -15,7 +15,7 @@ from pydantic import SecretStr, ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker.logs import REDACTED, configure_from_settings, configure_logging, secret_values
+from tracker.logs import REDACTED, configure_from_settings, configure_logging, request_id, secret_values
 from tracker.settings import Settings
 from tracker.tokens import TOKEN_PREFIX
 from web.app import create_app
@@ -181,3 +181,94 @@ def test_one_access_line_per_request_with_its_id(
     assert access[1]["request_id"] == made.headers["X-Request-ID"]
     assert len(access[1]["request_id"]) == 32
     assert all(isinstance(entry["duration_ms"], float) and entry["duration_ms"] >= 0 for entry in access)
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_a_request_path_cannot_forge_a_text_line(
+    settings: Settings, engine: Engine, sessions: sessionmaker[Session]
+) -> None:
+    stream = io.StringIO()
+    configured = settings.model_copy(update={"log_format": "text"})
+    configure_from_settings(configured, stream=stream)
+    app = create_app(configured, engine, sessions=sessions, prepare=False)
+    forged = "2026-12-01T00:00:00.000Z INFO perftrack.access GET /admin 200"
+    with TestClient(app) as client:
+        client.get("/x%0A" + forged.replace(" ", "%20") + "%0D%1B[2J%E2%80%A8end")
+    access = [line for line in stream.getvalue().splitlines() if " perftrack.access " in line]
+    assert len(access) == 1, access
+    assert (
+        "/x\\n2026-12-01T00:00:00.000Z INFO perftrack.access GET /admin 200\\r\\x1b[2J\\u2028end" in access[0]
+    )
+    assert not any(line.startswith("2026-12-01T00:00:00.000Z") for line in stream.getvalue().splitlines())
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_text_lines_escape_controls_in_every_field_and_indent_tracebacks() -> None:
+    stream = io.StringIO()
+    configure_logging(log_format="text", stream=stream)
+    logger = logging.getLogger("perftrack.test")
+    logger.warning("case %s", "a\nFAKE b", extra={"detail": "c\r\nFAKE d", "items": ["e\nFAKE f"]})
+    try:
+        raise ValueError("bad\nFAKE line")
+    except ValueError:
+        logger.exception("failed")
+    text = stream.getvalue()
+    assert not any(line.startswith("FAKE") for line in text.splitlines())
+    first = text.splitlines()[0]
+    assert "case a\\nFAKE b detail=c\\r\\nFAKE d items=['e\\nFAKE f']" in first
+    traceback = text.splitlines()[2:]
+    assert traceback[0] == "  Traceback (most recent call last):"
+    assert all(line.startswith("  ") for line in traceback)
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_json_lines_escape_unicode_line_separators() -> None:
+    stream = io.StringIO()
+    configure_logging(log_format="json", stream=stream)
+    logging.getLogger("perftrack.test").info("a\u2028b\u2029c\x85d\ne")
+    assert len(stream.getvalue().splitlines()) == 1
+    [entry] = lines(stream)
+    assert entry["message"] == "a\u2028b\u2029c\x85d\ne"
+
+
+class _Described:
+    def __str__(self) -> str:
+        return f"connection with {TOKEN}"
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_redaction_covers_every_field(log_format: Any) -> None:
+    stream = io.StringIO()
+    configure_logging(log_format=log_format, stream=stream)
+    rid = request_id.set(TOKEN)
+    try:
+        logging.getLogger("perftrack.test").warning(
+            "x", extra={"peer": _Described(), "by_key": {TOKEN: 1}, "pair": (1, TOKEN)}
+        )
+    finally:
+        request_id.reset(rid)
+    text = stream.getvalue()
+    assert TOKEN not in text
+    assert TOKEN[3:] not in text
+    assert text.count(REDACTED) >= 4
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_a_token_shaped_request_id_is_replaced_never_logged_or_echoed(
+    settings: Settings, engine: Engine, sessions: sessionmaker[Session]
+) -> None:
+    stream = io.StringIO()
+    configured = settings.model_copy(update={"log_format": "json"})
+    configure_from_settings(configured, stream=stream)
+    app = create_app(configured, engine, sessions=sessions, prepare=False)
+    with TestClient(app) as client:
+        answered = [
+            client.get("/healthz", headers={"X-Request-ID": rid}).headers["X-Request-ID"]
+            for rid in (TOKEN, "trace_" + "a" * 40, "a" * 65, "-leading-dash", "ok-123.4:5")
+        ]
+    assert answered[-1] == "ok-123.4:5"
+    assert all(len(rid) == 32 and rid.isalnum() for rid in answered[:-1]), answered
+    assert TOKEN not in stream.getvalue()
+    access = [entry["request_id"] for entry in lines(stream) if entry["logger"] == "perftrack.access"]
+    assert access == answered

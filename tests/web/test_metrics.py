@@ -257,3 +257,21 @@ def test_database_down_reported_not_raised(tmp_path: Path) -> None:
     assert [(family.name, [sample.value for sample in family.samples]) for family in families] == [
         ("perftrack_database_up", [0.0])
     ]
+
+
+def test_invented_methods_add_no_series(client: TestClient) -> None:
+    # The "other" series, and the scrape's own, exist once these ran.
+    assert client.request("XMETHOD0", "/healthz").status_code == 405
+    assert client.request("XMETHOD0", "/no/such/page").status_code == 404
+    scrape(client)
+    before = scrape(client)
+    for number in range(1, 6):
+        assert client.request(f"XMETHOD{number}", "/healthz").status_code == 405
+        assert client.request(f"XMETHOD{number}", "/no/such/page").status_code == 404
+    after = scrape(client)
+    assert set(after) == set(before)
+    assert not any("XMETHOD" in dict(labels).get("method", "") for _name, labels in after)
+    other = {"method": "other", "route": "/healthz", "status": "405"}
+    assert value(after, "perftrack_http_requests_total", **other) == (
+        value(before, "perftrack_http_requests_total", **other) + 5
+    )

@@ -55,3 +55,46 @@ class Runner(Base):
     created_at: Mapped[created_at]
 
     hardware_kind: Mapped[HardwareKind] = relationship(lazy="joined")
+
+
+class DashboardSession(Base):
+    """A dashboard sign-in, kept server-side so that signing out ends it for every copy of the cookie.
+
+    The browser's cookie carries a random session id; only its SHA-256 is stored. The session is
+    live while it is neither revoked (sign-out) nor past ``expires_at``, and its token is an
+    active admin token (revoking or rotating the token ends its sessions).
+    """
+
+    __tablename__ = "dashboard_sessions"
+
+    id: Mapped[int_pk]
+    session_hash: Mapped[str] = mapped_column(
+        String(64), unique=True, nullable=False, comment="hex SHA-256 of the cookie's session id"
+    )
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id"), nullable=False, index=True)
+    created_at: Mapped[created_at]
+    last_seen_at: Mapped[dt.datetime] = mapped_column(
+        UTCDateTime(), nullable=False, comment="UTC; refreshed at most once a minute"
+    )
+    expires_at: Mapped[dt.datetime] = mapped_column(
+        UTCDateTime(), nullable=False, index=True, comment="UTC; the session ends then, used or not"
+    )
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime(), comment="UTC; set by sign-out")
+
+
+class SignInThrottle(Base):
+    """Recent failed dashboard sign-ins of one client address (``*``: of every client together)."""
+
+    __tablename__ = "sign_in_throttles"
+
+    id: Mapped[int_pk]
+    client: Mapped[str] = mapped_column(
+        String(64), unique=True, nullable=False, comment="IPv4 address, IPv6 /64 prefix, or * for all"
+    )
+    failures: Mapped[int] = mapped_column(Integer, nullable=False, comment="failures since the count began")
+    last_failure_at: Mapped[dt.datetime] = mapped_column(
+        UTCDateTime(), nullable=False, index=True, comment="UTC"
+    )
+    blocked_until: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="UTC; every sign-in from this client waits until then"
+    )
