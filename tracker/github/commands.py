@@ -23,7 +23,8 @@ from tracker.github.render import code
 
 PREFIX = "/perf"
 MAX_ROUNDS = 64
-_PR = re.compile(r"^#?(\d+)$")
+MAX_PR_NUMBER = 2**31 - 1  # GitHub's numbers fit a 32-bit integer, as the database stores them
+_PR = re.compile(r"^#?([0-9]{1,10})$")
 
 HELP = """\
 **perftrack** measures this pull request against its merge base, in interleaved rounds.
@@ -112,7 +113,7 @@ def parse_command(line: str) -> PerfCommand:
             rounds = _rounds(word)
         else:
             match = _PR.match(word.rstrip(","))
-            if match is None:
+            if match is None or not 1 <= int(match.group(1)) <= MAX_PR_NUMBER:
                 raise CommandError(f"`with` takes pull requests as #NUMBER, not {code(word)}")
             stacked.append(int(match.group(1)))
     if clause == "on" and not hardware:
