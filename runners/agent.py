@@ -222,7 +222,7 @@ class Agent:
                         "busy_cores": None if waited.busy_cores is None else round(waited.busy_cores, 3),
                         "quiet": waited.quiet,
                     }
-                commit = commit_info(built.path, job.candidate.base_sha)
+                commit = commit_info(built.path, job.candidate.base_sha, env=self.builder.base_env)
             return self._payload(job, result, built, commit_body(commit) if commit else None)
         except CandidateBuildError as error:
             return self._failure(job, f"candidate build failed: {error}", log=str(error))

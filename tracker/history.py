@@ -54,6 +54,7 @@ class GitHistory:
             "--first-parent",
             "--reverse",
             f"--format={fields}{_RECORD}",
+            "--end-of-options",
             f"{good_sha}..{bad_sha}",
         )
         commits = []
@@ -80,15 +81,23 @@ class GitHistory:
         mirror = self.cache_dir / f"{_SAFE_NAME.sub('_', repository.name)}.git"
         if not (mirror / "HEAD").exists():
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-            self._run(
-                ["git", "clone", "--quiet", "--bare", "--filter=blob:none", repository.url, str(mirror)],
-                what=f"clone {repository.url}",
-            )
+            # "--": a URL starting with "-" stays a URL, never an option (``--upload-pack=CMD`` runs CMD).
+            clone = [
+                "git",
+                "clone",
+                "--quiet",
+                "--bare",
+                "--filter=blob:none",
+                "--",
+                repository.url,
+                str(mirror),
+            ]
+            self._run(clone, what=f"clone {repository.url}")
         return mirror
 
     def _has(self, mirror: Path, sha: str) -> bool:
         probe = subprocess.run(
-            ["git", "-C", str(mirror), "cat-file", "-e", f"{sha}^{{commit}}"],
+            ["git", "-C", str(mirror), "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}"],
             capture_output=True,
             timeout=self.timeout_s,
             check=False,

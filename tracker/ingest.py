@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -23,7 +23,7 @@ from tracker.schemas import JobResultIn, MeasurementIn, ResultIn
 from tracker.series_counts import count_run
 from tracker.settings import Settings
 from tracker.stats import summarize_steps, value_of_record
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.vcs import ensure_candidate, record_commit
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,15 @@ class IngestLimits:
 
 @dataclass(frozen=True)
 class IngestOutcome:
-    """The stored run, and whether this call created it (``False``: a repeat of an earlier upload)."""
+    """The stored run, and whether this call created it (``False``: a repeat of an earlier upload).
+
+    ``warnings``: what the upload said about a known commit that was not applied (see
+    :func:`tracker.vcs.record_commit`), for the uploader to hear.
+    """
 
     run: Run
     created: bool
+    warnings: tuple[str, ...] = ()
 
 
 def derive_idempotency_key(result: ResultIn) -> str:
@@ -78,7 +83,8 @@ def ingest_result(
     kind = get_hardware_kind(session=session, name=result.hardware)
     if case.repository is None:
         raise InvalidInput("case", f"case {case.slug!r} has no repository in its suite")
-    commit = upsert_commit(session=session, repository=case.repository, commit=result.commit)
+    recorded = record_commit(session=session, repository=case.repository, commit=result.commit)
+    commit = recorded.commit
     candidate = ensure_candidate(session=session, base=commit, patches=result.patches)
     run = _build_run(result, key=key, digest=digest, source=source)
     run.case = case
@@ -95,7 +101,7 @@ def ingest_result(
             history=history,
             defer=limits.defer_detection,
         )
-    return outcome
+    return replace(outcome, warnings=recorded.disagreements)
 
 
 def ingest_job_result(
@@ -121,10 +127,13 @@ def ingest_job_result(
         return IngestOutcome(run=existing, created=False)
     job = live_job(session=session, runner=runner, job_id=job_id, attempt=result.attempt, now=now)
     base = job.candidate.base_commit
+    warnings: tuple[str, ...] = ()
     if result.commit is not None:
         if not (base.sha.startswith(result.commit.sha) or result.commit.sha.startswith(base.sha)):
             raise InvalidInput("commit.sha", f"{result.commit.sha} is not the job's base commit {base.sha}")
-        upsert_commit(session=session, repository=base.repository, commit=result.commit)
+        warnings = record_commit(
+            session=session, repository=base.repository, commit=result.commit
+        ).disagreements
     run = _build_run(result, key=key, digest=digest, source=RunSource.JOB)
     run.case_id = job.case_id
     run.hardware_kind_id = job.hardware_kind_id
@@ -147,7 +156,7 @@ def ingest_job_result(
         after_job_run(
             session=session, job=job, run=run, now=finished_at, history=history, defer=limits.defer_detection
         )
-    return outcome
+    return replace(outcome, warnings=warnings)
 
 
 def _check_limits(result: MeasurementIn, limits: IngestLimits) -> None:

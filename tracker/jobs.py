@@ -16,6 +16,7 @@ pinned runner has not been heard from for :data:`PIN_STALE_AFTER`, when anyone m
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from tracker.errors import Conflict, InvalidInput, NotFound
+from tracker.errors import Conflict, Forbidden, InvalidInput, NotFound
 from tracker.metrics import record_lease_expiries
 from tracker.models import (
     ApiToken,
@@ -37,8 +38,11 @@ from tracker.models import (
     JobReason,
     JobState,
     Runner,
+    TokenRole,
     utcnow,
 )
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE = dt.timedelta(minutes=5)
 # A pinned runner silent this long (no claim, heartbeat or registration) no longer holds its checks.
@@ -138,8 +142,39 @@ def register_runner(
     token: ApiToken | None,
     now: dt.datetime | None = None,
 ) -> Runner:
-    """Create or update a runner's advertised capabilities; a registration is a heartbeat."""
+    """Create or update a runner's advertised capabilities; a registration is a heartbeat.
+
+    A runner token is one runner's identity, bound to it here:
+
+    - a new name is created and bound to ``token``;
+    - a name bound to ``token`` is updated (the same agent restarting);
+    - a name bound to another token is refused (:class:`Forbidden`) and nothing changes;
+    - a token already bound to another name is refused (:class:`Conflict`): one token per runner;
+    - a name bound to no token (a runner registered before tokens were bound, one of several that
+      shared a token before migration 0011, or one whose token was revoked) is bound to the first
+      runner token that registers it, logged as a warning; an operator who wants a different agent
+      to take the name revokes the old token first.
+
+    An admin token never acts as a runner (:class:`Forbidden`). ``token=None`` is for the tracker's
+    own callers (tests, fixtures): it registers without touching the binding.
+    """
+    if token is not None:
+        _check_runner_role(token)
     runner = session.scalar(select(Runner).where(Runner.name == name))
+    if token is not None:
+        if runner is not None and runner.token_id is not None and runner.token_id != token.id:
+            raise Forbidden(
+                f"runner {name!r} is bound to another token; a token acts only as its own runner "
+                "(register under another name, or rotate that runner's token)"
+            )
+        bound = session.scalar(select(Runner).where(Runner.token_id == token.id))
+        if bound is not None and bound.name != name:
+            raise Conflict(
+                f"token {token.name!r} already acts as runner {bound.name!r}; each runner needs its own "
+                "token (perftrack token create NAME --role runner)"
+            )
+        if runner is not None and runner.token_id is None:
+            logger.warning("runner %r had no token; bound to token %r by its registration", name, token.name)
     if runner is None:
         runner = Runner(name=name, hardware_kind=hardware)
         session.add(runner)
@@ -148,10 +183,41 @@ def register_runner(
     runner.labels = dict(labels)
     runner.version = version
     runner.host = host
-    runner.token_id = token.id if token is not None else None
+    if token is not None:
+        runner.token_id = token.id
     runner.last_heartbeat_at = now or utcnow()
-    session.flush()
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError as error:
+        # A concurrent registration took the name or bound the token between our reads and here.
+        raise Conflict(f"runner {name!r} was registered concurrently; try again") from error
     return runner
+
+
+def acting_runner(*, session: Session, token: ApiToken, name: str | None = None) -> Runner:
+    """The runner ``token`` is bound to; ``name``, when given, must be that runner's name.
+
+    Identity comes from the token: naming another runner (or acting as one with an admin token) is
+    :class:`Forbidden`; a token bound to no runner yet must register first (:class:`NotFound`).
+    """
+    _check_runner_role(token)
+    runner = session.scalar(select(Runner).where(Runner.token_id == token.id))
+    if name is not None and (runner is None or runner.name != name):
+        if runner is None and session.scalar(select(Runner.id).where(Runner.name == name)) is None:
+            raise NotFound(f"no runner named {name!r}; register it first")
+        acting = f"runner {runner.name!r}" if runner is not None else "no runner yet"
+        raise Forbidden(f"this token acts as {acting}, not as {name!r}; a token acts only as its own runner")
+    if runner is None:
+        raise NotFound(
+            f"token {token.name!r} is bound to no runner; register it first (POST /api/v1/runners)"
+        )
+    return runner
+
+
+def _check_runner_role(token: ApiToken) -> None:
+    if token.role is not TokenRole.RUNNER:
+        raise Forbidden("an admin token does not act as a runner; use the runner's own runner token")
 
 
 def get_runner(*, session: Session, name: str) -> Runner:

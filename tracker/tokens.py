@@ -13,11 +13,11 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from tracker.errors import AuthError, Conflict, Forbidden, InvalidInput, NotFound
-from tracker.models import ApiToken, TokenRole, utcnow
+from tracker.models import ApiToken, Runner, TokenRole, utcnow
 
 TOKEN_PREFIX = "pt_"  # noqa: S105 - a visible marker, not a secret
 _TOKEN_SHAPE = re.compile(r"^pt_[A-Za-z0-9_\-]{43}$")
@@ -86,12 +86,17 @@ def authenticate(*, session: Session, secret: str | None, required: TokenRole) -
 
 
 def revoke_token(*, session: Session, name: str) -> ApiToken:
-    """Revoke a token by name; it stops working at once."""
+    """Revoke a token by name; it stops working at once.
+
+    A runner bound to it is unbound: the next runner token to register that name binds it
+    (see :func:`tracker.jobs.register_runner`).
+    """
     token = session.scalar(select(ApiToken).where(ApiToken.name == name))
     if token is None:
         raise NotFound(f"no token named {name!r}")
     if token.revoked_at is None:
         token.revoked_at = utcnow()
+        session.execute(update(Runner).where(Runner.token_id == token.id).values(token_id=None))
     return token
 
 
@@ -99,7 +104,8 @@ def rotate_token(*, session: Session, name: str) -> IssuedToken:
     """Replace a token's secret: the old one stops working at once, the new one is returned once.
 
     The old row is kept, revoked and renamed ``NAME-rotated-ID`` (its history and last use stay on
-    record, and dashboard sessions signed in with it end); a new row takes the name and role.
+    record, and dashboard sessions signed in with it end); a new row takes the name and role, and
+    the runner bound to the old row (if any) is bound to the new one.
     """
     old = session.scalar(select(ApiToken).where(ApiToken.name == name))
     if old is None:
@@ -112,7 +118,9 @@ def rotate_token(*, session: Session, name: str) -> IssuedToken:
     old.revoked_at = utcnow()
     old.name = name[: 128 - len(suffix)] + suffix
     session.flush()  # free the name before the new row takes it
-    return create_token(session=session, name=name, role=old.role)
+    issued = create_token(session=session, name=name, role=old.role)
+    session.execute(update(Runner).where(Runner.token_id == old.id).values(token_id=issued.token.id))
+    return issued
 
 
 def list_tokens(*, session: Session) -> list[ApiToken]:

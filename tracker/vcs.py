@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -14,11 +16,33 @@ from tracker.errors import InvalidInput
 from tracker.models import Candidate, CandidatePatch, Commit, PatchKind, Repository, utcnow
 from tracker.schemas import CommitIn
 
+logger = logging.getLogger(__name__)
+
 _PULL_REF = re.compile(r"^(?:refs/pull/(\d+)/head|#(\d+))$")
 
 
+@dataclass(frozen=True)
+class RecordedCommit:
+    """The stored commit for an upload, and what the upload said that was not applied."""
+
+    commit: Commit
+    disagreements: tuple[str, ...] = ()
+
+
 def upsert_commit(*, session: Session, repository: Repository, commit: CommitIn) -> Commit:
-    """The stored commit for ``commit.sha`` (abbreviations match), filled in with what is new."""
+    """The stored commit for ``commit.sha``; see :func:`record_commit` (disagreements only logged)."""
+    return record_commit(session=session, repository=repository, commit=commit).commit
+
+
+def record_commit(*, session: Session, repository: Repository, commit: CommitIn) -> RecordedCommit:
+    """The stored commit for ``commit.sha`` (abbreviations match), created or filled in.
+
+    A known commit is immutable to uploads: a value the tracker has is never changed, since a new
+    title, time or parent list would reorder series and mislead bisection. What an upload may still
+    fill in is what the tracker does not know yet: an empty title, author or branch, an estimated
+    commit time, missing parents, and the full sha (or full parent shas) of an abbreviated one.
+    Every other difference is logged as a warning and returned in ``disagreements``, not applied.
+    """
     stored = _find_commit(session=session, repository=repository, sha=commit.sha)
     if stored is None:
         stored = Commit(
@@ -41,22 +65,59 @@ def upsert_commit(*, session: Session, repository: Repository, commit: CommitIn)
             raced = _find_commit(session=session, repository=repository, sha=commit.sha)
             if raced is None:
                 raise
-            return upsert_commit(session=session, repository=repository, commit=commit)
-        return stored
+            return record_commit(session=session, repository=repository, commit=commit)
+        return RecordedCommit(stored)
+    disagreements: list[str] = []
+
+    def disagree(field: str, known: object, uploaded: object) -> None:
+        disagreements.append(
+            f"commit {stored.sha[:12]}: {field} is {_shown(known)} here; the upload's {_shown(uploaded)} "
+            "was not applied (a known commit does not change)"
+        )
+
     if len(commit.sha) > len(stored.sha):
         stored.sha = commit.sha  # learn the full sha from a later, more precise upload
-    if commit.committed_at is not None and (
-        stored.committed_at_estimated or stored.committed_at != commit.committed_at
-    ):
-        stored.committed_at = commit.committed_at
-        stored.committed_at_estimated = False
+    if commit.committed_at is not None:
+        if stored.committed_at_estimated:
+            stored.committed_at = commit.committed_at
+            stored.committed_at_estimated = False
+        elif stored.committed_at != commit.committed_at:
+            disagree("committed_at", stored.committed_at.isoformat(), commit.committed_at.isoformat())
     for attribute in ("title", "author_name", "author_email", "branch"):
         value = getattr(commit, attribute)
-        if value:
+        known = getattr(stored, attribute)
+        if not value or value == known:
+            continue
+        if known:
+            disagree(attribute, known, value)
+        else:
             setattr(stored, attribute, value)
     if commit.parents:
-        stored.parents = list(commit.parents)
-    return stored
+        if not stored.parents or _same_shas(stored.parents, commit.parents):
+            stored.parents = _longer_shas(stored.parents, list(commit.parents))
+        else:
+            disagree("parents", " ".join(stored.parents), " ".join(commit.parents))
+    for line in disagreements:
+        logger.warning("%s (repository %s)", line, repository.name)
+    return RecordedCommit(stored, tuple(disagreements))
+
+
+def _shown(value: object) -> str:
+    text = str(value)
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _same_shas(known: Sequence[str], uploaded: Sequence[str]) -> bool:
+    """Whether two parent lists name the same commits (either side may abbreviate)."""
+    return len(known) == len(uploaded) and all(
+        a.startswith(b) or b.startswith(a) for a, b in zip(known, uploaded, strict=True)
+    )
+
+
+def _longer_shas(known: list[str], uploaded: list[str]) -> list[str]:
+    if not known:
+        return uploaded
+    return [b if len(b) > len(a) else a for a, b in zip(known, uploaded, strict=True)]
 
 
 def _find_commit(*, session: Session, repository: Repository, sha: str) -> Commit | None:

@@ -15,13 +15,14 @@ in place) must not rely on reuse, since a reused tree is a fresh checkout of the
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from runners.candidates._git import tail
 from runners.candidates._process import run_process
 from runners.candidates.errors import CandidateBuildError
+from runners.jobenv import job_environ
 
 BuildCommand = str | Sequence[str]
 
@@ -45,10 +46,15 @@ class _BuildKey:
 
 
 class BuildCache:
-    """Runs build commands, skipping one whose last success was for the same tree at the same path."""
+    """Runs build commands, skipping one whose last success was for the same tree at the same path.
 
-    def __init__(self, *, timeout_s: float) -> None:
+    A build runs in ``env`` (``None``: the agent's environment through the job allow-list of
+    :mod:`runners.jobenv`), never in the agent's own: the code it builds may be a pull request's.
+    """
+
+    def __init__(self, *, timeout_s: float, env: Mapping[str, str] | None = None) -> None:
         self.timeout_s = timeout_s
+        self.env = job_environ() if env is None else dict(env)
         self._last: dict[str, tuple[_BuildKey, str]] = {}  # repository name -> (key, build log)
 
     def ensure_built(
@@ -64,7 +70,9 @@ class BuildCache:
         self._last.pop(repository, None)
         shown = shlex.join(key.command)
         try:
-            result = run_process(key.command, cwd=path, timeout_s=self.timeout_s, merge_stderr=True)
+            result = run_process(
+                key.command, cwd=path, timeout_s=self.timeout_s, env=self.env, merge_stderr=True
+            )
         except OSError as error:
             raise CandidateBuildError(f"build command `{shown}` could not start: {error}") from error
         if result.timed_out:

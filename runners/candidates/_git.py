@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from runners.candidates._process import ProcessResult, run_process
 from runners.candidates.errors import CandidateBuildError
+from runners.jobenv import job_environ
 
 # Commits the builder makes (cherry-picks, squashes) get this committer, so building works on
 # hosts without any git configuration.
@@ -38,10 +38,14 @@ _CONFIG = (
 _TAIL_LINES = 20
 
 
-def git_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for git calls: the agent's, without prompts, in the C locale, with our committer."""
-    # A child needs PATH, HOME and proxy settings, so start from the agent's own environment.
-    env = {key: value for key, value in os.environ.items() if key not in _REPOSITORY_ENV}
+def git_environment(
+    extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment for git calls: ``base`` (``None``: the agent's, through the job allow-list of
+    :mod:`runners.jobenv`), without prompts, in the C locale, with our committer."""
+    # A child needs PATH, HOME and proxy settings, never the agent's token: start from the allow-list.
+    source = job_environ() if base is None else base
+    env = {key: value for key, value in source.items() if key not in _REPOSITORY_ENV}
     env.update(
         GIT_TERMINAL_PROMPT="0",
         GCM_INTERACTIVE="never",
@@ -62,10 +66,18 @@ def tail(text: str, lines: int = _TAIL_LINES) -> str:
 class Git:
     """``git`` run in one directory (a bare mirror or a worktree) with one timeout."""
 
-    def __init__(self, cwd: Path, *, timeout_s: float, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        *,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        base_env: Mapping[str, str] | None = None,
+    ) -> None:
         self.cwd = cwd
         self.timeout_s = timeout_s
         self.env = dict(env or {})  # added to every call's environment
+        self.base_env = None if base_env is None else dict(base_env)  # see git_environment
 
     def run(
         self,
@@ -79,7 +91,7 @@ class Git:
             ["git", *_CONFIG, *args],
             cwd=self.cwd,
             timeout_s=self.timeout_s,
-            env=git_environment({**self.env, **(env or {})}),
+            env=git_environment({**self.env, **(env or {})}, base=self.base_env),
             input_text=input_text,
         )
         if result.timed_out:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runners.jobenv import job_environ
+
 GPU_FIELDS = ("index", "name", "driver_version", "clocks.sm", "clocks.mem", "temperature.gpu", "power.draw")
 # Whether the GPU ran at full speed: what hygiene checks before and after a run.
 CONDITION_FIELDS = (
@@ -72,10 +74,15 @@ print("PERFTRACK_VERSIONS " + json.dumps(out))
 
 @dataclass(frozen=True)
 class EnvironmentProbe:
-    """How to look at the machine. ``nvidia_smi`` is an argv prefix so tests can pass a fake script."""
+    """How to look at the machine. ``nvidia_smi`` is an argv prefix so tests can pass a fake script.
+
+    ``nvidia-smi`` runs in ``env`` (``None``: the agent's environment through the job allow-list of
+    :mod:`runners.jobenv`); the version probe runs in the benchmark's own environment.
+    """
 
     nvidia_smi: tuple[str, ...] = ("nvidia-smi",)
     timeout_s: float = 30.0
+    env: Mapping[str, str] | None = None
 
     def static(self, *, python: str | None, env: Mapping[str, str], gpu_ids: Sequence[int]) -> dict[str, Any]:
         """Host, OS, CPU, GPU model/driver/CUDA and package versions: what does not change during a run."""
@@ -197,7 +204,14 @@ class EnvironmentProbe:
 
     def _run(self, argv: list[str]) -> str | None:
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s, check=False)
+            done = subprocess.run(
+                argv,
+                env=job_environ() if self.env is None else dict(self.env),
+                capture_output=True,
+                text=True,
+                timeout=self.timeout_s,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         return done.stdout if done.returncode == 0 else None

@@ -8,12 +8,12 @@ run in the tree with the tree on ``PYTHONPATH``).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from runners.jobenv import job_environ
 from runners.jobspec import CaseSpec
 from runners.workloads.base import WorkloadContext, WorkloadResult
 from runners.workloads.commandline import (
@@ -40,8 +40,9 @@ PERF_DUMP_NAME = "perf_dump.json"
 class SglangWorkload:
     """Runs a case with ``sglang generate`` or ``sglang serve``; see :class:`runners.workloads.base.Workload`.
 
-    ``base_env`` is the environment the benchmark inherits (``None``: the runner's own, so PATH,
-    HF_HOME and the like reach it); ``extra_env`` is added on top (e.g. the toy's shared
+    ``base_env`` is the environment the benchmark inherits (``None``: the runner's own through the
+    job allow-list of :mod:`runners.jobenv`, so PATH, HF_HOME and the like reach it and the agent's
+    token does not); ``extra_env`` is added on top (e.g. the toy's shared
     ``TORCHINDUCTOR_CACHE_DIR``). ``python`` runs the torch/sglang version probe (``None``: the
     interpreter behind the executable); ``probe=None`` captures no environment at all.
     ``cpu_sampler`` makes the sampler of what else the machine did during the run (``None``: none);
@@ -152,8 +153,8 @@ class SglangWorkload:
         )
 
     def _env(self, context: WorkloadContext) -> dict[str, str]:
-        # The benchmark needs the runner's PATH, CUDA and Hugging Face settings: inherit them.
-        base = os.environ if self.base_env is None else self.base_env
+        # The benchmark needs the runner's PATH, CUDA and Hugging Face settings, never its secrets.
+        base = job_environ() if self.base_env is None else self.base_env
         return benchmark_env(
             base,
             candidate_sha=context.candidate_sha,

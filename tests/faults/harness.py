@@ -112,6 +112,7 @@ class Tracker:
     admin_token: str = ""
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    runner_tokens: dict[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -134,6 +135,18 @@ class Tracker:
                 self.admin_token = create_token(session=session, name="admin", role=TokenRole.ADMIN).secret
         finally:
             engine.dispose()
+
+    def token_for(self, runner: str) -> str:
+        """A runner token of its own for the runner named ``runner`` (a token acts as one runner)."""
+        if runner not in self.runner_tokens:
+            engine = db.make_engine(self.database_url)
+            try:
+                with db.session_scope(db.make_session_factory(engine)) as session:
+                    issued = create_token(session=session, name=f"runner-{runner}", role=TokenRole.RUNNER)
+                    self.runner_tokens[runner] = issued.secret
+            finally:
+                engine.dispose()
+        return self.runner_tokens[runner]
 
     def env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith("PERFTRACK_")}
@@ -285,7 +298,7 @@ class Runner:
         env = {key: value for key, value in os.environ.items() if not key.startswith("PERFTRACK_")}
         env.update(
             {
-                "PERFTRACK_TOKEN": self.tracker.runner_token,
+                "PERFTRACK_TOKEN": self.tracker.token_for(self.name),
                 "PERFTRACK_HTTP_TIMEOUT_S": "10",
                 "FAULT_BENCH": self.bench,
                 "FAULT_BENCH_STARTED": str(self.started_file),
@@ -310,6 +323,8 @@ class Runner:
             "0.3",
             "--sglang",
             BENCH_COMMAND,
+            "--env-allow",
+            "FAULT_*",  # the fake benchmark's switches (builds and benchmarks see an allow-list only)
         ]
         if self.once:
             argv.append("--once")

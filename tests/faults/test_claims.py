@@ -34,10 +34,10 @@ def test_racing_runners_get_the_last_job_exactly_once(fleet: Fleet) -> None:
     # Leases long enough to outlast the test on a busy machine: a job won in an early round whose
     # lease ran out would be handed out again in a later one, which is lease expiry, not a race.
     tracker = fleet.tracker(lease_seconds=600)
-    auth = {"Authorization": f"Bearer {tracker.runner_token}"}
     names = [f"racer-{index}" for index in range(RUNNERS)]
-    with httpx.Client(base_url=f"{tracker.url}/api/v1", headers=auth, timeout=60) as http:
-        for name in names:
+    auth = {name: {"Authorization": f"Bearer {tracker.token_for(name)}"} for name in names}
+    for name in names:
+        with httpx.Client(base_url=f"{tracker.url}/api/v1", headers=auth[name], timeout=60) as http:
             body = {"name": name, "hardware": "cpu", "gpu_count": 1}
             assert http.post("/runners", json=body).status_code == 200
     winners: dict[int, list[str]] = {}
@@ -47,7 +47,7 @@ def test_racing_runners_get_the_last_job_exactly_once(fleet: Fleet) -> None:
             start = threading.Barrier(RUNNERS)
 
             def claim(name: str, start: threading.Barrier = start) -> tuple[str, int, int | None]:
-                with httpx.Client(base_url=f"{tracker.url}/api/v1", headers=auth, timeout=60) as http:
+                with httpx.Client(base_url=f"{tracker.url}/api/v1", headers=auth[name], timeout=60) as http:
                     start.wait()
                     response = http.post(f"/runners/{name}/claim")
                 job_id = response.json()["job_id"] if response.status_code == 200 else None

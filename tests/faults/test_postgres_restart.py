@@ -82,9 +82,10 @@ def test_postgres_restart_everyone_backs_off_and_recovers(
     warmup = tracker.enqueue(tracker.upstream.main[0])
     wait_for(lambda: tracker.job(warmup)["state"] == "done", 60, "the runner to finish a first job")
     ghost_body = {"name": "ghost", "hardware": "ghost", "gpu_count": 1}
-    assert api(tracker, "POST", "/runners", tracker.runner_token, json=ghost_body).status_code == 200
+    ghost_token = tracker.token_for("ghost")
+    assert api(tracker, "POST", "/runners", ghost_token, json=ghost_body).status_code == 200
     ghost_job = tracker.enqueue(tracker.upstream.main[0], hardware="ghost")
-    assert api(tracker, "POST", "/runners/ghost/claim", tracker.runner_token).json()["job_id"] == ghost_job
+    assert api(tracker, "POST", "/runners/ghost/claim", ghost_token).json()["job_id"] == ghost_job
 
     # The scheduler: a daily fire, set when the service first leads to a time a few seconds on,
     # which will fall into the outage (the same trigger every time it is asked, as a suite's is).
@@ -128,7 +129,7 @@ def test_postgres_restart_everyone_backs_off_and_recovers(
         cluster.stop()
         # While the database is down: 503 with Retry-After, quickly, for readers and runners alike.
         for method, path in (("GET", "/jobs"), ("POST", "/runners/runner-a/claim")):
-            response = api(tracker, method, path, tracker.runner_token)
+            response = api(tracker, method, path, tracker.token_for("runner-a"))
             assert response.status_code == 503, (path, response.status_code, response.text)
             assert response.headers["Retry-After"].isdigit()
         assert httpx.get(f"{tracker.url}/healthz", timeout=15).status_code == 503

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -106,6 +106,19 @@ class Tracker:
     settings: Settings
     runner_token: str
     admin_token: str
+    runner_tokens: dict[str, str] = field(default_factory=dict)
+
+    def token_for(self, runner: str) -> str:
+        """A runner token of its own for the runner named ``runner`` (a token acts as one runner)."""
+        if runner not in self.runner_tokens:
+            engine = db.make_engine(self.settings.effective_database_url)
+            try:
+                with db.session_scope(db.make_session_factory(engine)) as session:
+                    issued = create_token(session=session, name=f"runner-{runner}", role=TokenRole.RUNNER)
+                    self.runner_tokens[runner] = issued.secret
+            finally:
+                engine.dispose()
+        return self.runner_tokens[runner]
 
     def enqueue(self, sha: str, patches: list[str] | None = None, purpose: str = "") -> int:
         response = httpx.post(

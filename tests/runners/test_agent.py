@@ -47,7 +47,7 @@ def make_agent(
         probe=None,
         kill_grace_s=1.0,
     )
-    client = TrackerClient(live.url, live.runner_token, retries=2, backoff_s=0.05, transport=transport)
+    client = TrackerClient(live.url, live.token_for(name), retries=2, backoff_s=0.05, transport=transport)
     return Agent(
         AgentConfig(name=name, hardware="cpu", gpus=1, workdir=workdir, poll_interval_s=0.2),
         client,
@@ -197,7 +197,7 @@ def test_an_upload_refused_for_its_token_stays_in_the_spool(
 
 
 def start_runner(live: Tracker, workdir: Path, name: str, scenario: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "FAKE_SGLANG_SCENARIO": scenario, "PERFTRACK_TOKEN": live.runner_token}
+    env = {**os.environ, "FAKE_SGLANG_SCENARIO": scenario, "PERFTRACK_TOKEN": live.token_for(name)}
     env.pop("PERFTRACK_DATABASE_URL", None)
     return subprocess.Popen(
         [
@@ -217,6 +217,8 @@ def start_runner(live: Tracker, workdir: Path, name: str, scenario: str) -> subp
             "0.3",
             "--sglang",
             FAKE_SGLANG,
+            "--env-allow",
+            "FAKE_SGLANG_SCENARIO",
         ],
         env=env,
         cwd=ROOT,

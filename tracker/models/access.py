@@ -38,14 +38,16 @@ class Runner(Base):
     """A runner agent on a GPU host, as it last advertised itself.
 
     Its current job is the job it holds a live lease on (``jobs.leased_by_runner_id``), not a
-    column here, so the two can never disagree.
+    column here, so the two can never disagree. A runner is bound to exactly one runner token and
+    a token to at most one runner (``token_id`` is unique): see :func:`tracker.jobs.register_runner`.
     """
 
     __tablename__ = "runners"
 
     id: Mapped[int_pk]
     name: Mapped[str] = mapped_column(String(128), unique=True, nullable=False)
-    token_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id"))
+    # The one token that may act as this runner (NULL: none yet; the next registration binds one).
+    token_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id"), unique=True)
     hardware_kind_id: Mapped[int] = mapped_column(ForeignKey("hardware_kinds.id"), nullable=False)
     gpu_count: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
     labels: Mapped[json_dict]

@@ -10,18 +10,26 @@ from fastapi import APIRouter, Query, Response, status
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import InvalidInput
 from tracker.ingest import IngestLimits, ingest_job_result
-from tracker.jobs import cancel_job, enqueue_job, get_job, get_runner, heartbeat, list_jobs, release_job
+from tracker.jobs import acting_runner, cancel_job, enqueue_job, get_job, heartbeat, list_jobs, release_job
 from tracker.models import JobReason, JobState
 from tracker.models.enums import enum_values
 from tracker.schemas import JobResultIn
 from tracker.vcs import ensure_candidate, upsert_commit
 from web.deps import AdminTokenDep, HistoryDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas import AttemptIn, EnqueueIn, EnqueueOut, JobOut, LeaseOut, ResultCreated, job_out
-from web.schemas.errors import ADMIN, BODY, RUNNER, errors
+from web.schemas.errors import ADMIN, BODY, NOT_THIS_RUNNER, RUNNER, errors
 from web.schemas.params import JobId
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
-RunnerName = Annotated[str, Query(min_length=1, max_length=128, description="the runner holding the lease")]
+RunnerName = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=128,
+        description="the runner holding the lease; optional, the token says who the runner is, and a name "
+        "other than the token's runner is refused (403)",
+    ),
+]
 
 
 @router.post(
@@ -90,19 +98,24 @@ def read_job(job_id: JobId, session: SessionDep) -> JobOut:
     "/{job_id}/heartbeat",
     response_model=LeaseOut,
     responses=errors(
-        RUNNER, BODY, 404, 409, notes={404: "No such job or runner", 409: "The attempt lost its lease"}
+        RUNNER,
+        BODY,
+        403,
+        404,
+        409,
+        notes={403: NOT_THIS_RUNNER, 404: "No such job or runner", 409: "The attempt lost its lease"},
     ),
 )
 def beat(
     job_id: JobId,
     body: AttemptIn,
-    runner: RunnerName,
     session: WriteSessionDep,
     settings: SettingsDep,
-    _t: RunnerTokenDep,
+    token: RunnerTokenDep,
+    runner: RunnerName = None,
 ) -> LeaseOut:
     """Extend the lease of a running attempt."""
-    owner = get_runner(session=session, name=runner)
+    owner = acting_runner(session=session, token=token, name=runner)
     job = heartbeat(
         session=session,
         runner=owner,
@@ -124,9 +137,11 @@ def beat(
         **errors(
             RUNNER,
             BODY,
+            403,
             404,
             409,
             notes={
+                403: NOT_THIS_RUNNER,
                 404: "No such job or runner",
                 409: "The attempt's lease expired or the job moved on; nothing stored",
             },
@@ -136,15 +151,15 @@ def beat(
 def upload_result(
     job_id: JobId,
     body: JobResultIn,
-    runner: RunnerName,
     response: Response,
     session: WriteSessionDep,
     settings: SettingsDep,
     history: HistoryDep,
-    _t: RunnerTokenDep,
+    token: RunnerTokenDep,
+    runner: RunnerName = None,
 ) -> ResultCreated:
     """Store the run of one attempt (a failure too: its reason and log are kept)."""
-    owner = get_runner(session=session, name=runner)
+    owner = acting_runner(session=session, token=token, name=runner)
     limits = IngestLimits.from_settings(settings)
     outcome = ingest_job_result(
         session=session, runner=owner, job_id=job_id, result=body, limits=limits, history=history
@@ -159,6 +174,7 @@ def upload_result(
         status=run.status.value,
         denoise_step_ms=run.denoise_step_ms,
         url=f"/runs/{run.id}",
+        warnings=list(outcome.warnings),
     )
 
 
@@ -166,14 +182,23 @@ def upload_result(
     "/{job_id}/release",
     response_model=JobOut,
     responses=errors(
-        RUNNER, BODY, 404, 409, notes={404: "No such job or runner", 409: "Not this runner's lease"}
+        RUNNER,
+        BODY,
+        403,
+        404,
+        409,
+        notes={403: NOT_THIS_RUNNER, 404: "No such job or runner", 409: "Not this runner's lease"},
     ),
 )
 def release(
-    job_id: JobId, body: AttemptIn, runner: RunnerName, session: WriteSessionDep, _t: RunnerTokenDep
+    job_id: JobId,
+    body: AttemptIn,
+    session: WriteSessionDep,
+    token: RunnerTokenDep,
+    runner: RunnerName = None,
 ) -> JobOut:
     """Hand a job back to the queue (runner shutting down); it does not use up an attempt."""
-    owner = get_runner(session=session, name=runner)
+    owner = acting_runner(session=session, token=token, name=runner)
     job = release_job(session=session, runner=owner, job_id=job_id, attempt=body.attempt, reason=body.reason)
     session.commit()
     return job_out(job)

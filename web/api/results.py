@@ -51,4 +51,5 @@ def post_result(
         status=str(run.status),
         denoise_step_ms=run.denoise_step_ms,
         url=f"/runs/{run.id}",
+        warnings=list(outcome.warnings),
     )

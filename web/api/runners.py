@@ -8,19 +8,35 @@ from fastapi import APIRouter, Response, status
 
 from tracker.catalog import carried_patches_for, get_hardware_kind
 from tracker.comparisons import job_requests
-from tracker.jobs import claim_job, get_runner, list_runners, register_runner
+from tracker.jobs import acting_runner, claim_job, list_runners, register_runner
 from web.deps import RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas import JobSpecOut, RunnerIn, RunnerOut, job_spec_out, runner_out
-from web.schemas.errors import BODY, RUNNER, errors
+from web.schemas.errors import BODY, NOT_THIS_RUNNER, RUNNER, errors
 
 router = APIRouter(prefix="/runners", tags=["runners"])
 
 
-@router.post("", response_model=RunnerOut, responses=errors(RUNNER, BODY, 409))
+@router.post(
+    "",
+    response_model=RunnerOut,
+    responses=errors(
+        RUNNER,
+        BODY,
+        403,
+        409,
+        notes={
+            403: "An admin token, or the name is bound to another runner token; nothing changed",
+            409: "This token already acts as another runner (one token per runner)",
+        },
+    ),
+)
 def register(
     body: RunnerIn, session: WriteSessionDep, settings: SettingsDep, token: RunnerTokenDep
 ) -> RunnerOut:
-    """Register a runner (or update what it advertises): hardware kind, GPU count, labels, version."""
+    """Register a runner (or update what it advertises): hardware kind, GPU count, labels, version.
+
+    The first registration binds the runner token to the name; only that token acts as it after.
+    """
     kind = get_hardware_kind(session=session, name=body.hardware)
     runner = register_runner(
         session=session,
@@ -45,14 +61,14 @@ def register(
     response_model=JobSpecOut,
     responses={
         204: {"description": "No work for this runner now"},
-        **errors(RUNNER, 404, 422, notes={404: "Runner not registered"}),
+        **errors(RUNNER, 403, 404, 422, notes={403: NOT_THIS_RUNNER, 404: "Runner not registered"}),
     },
 )
 def claim(
-    name: str, session: WriteSessionDep, settings: SettingsDep, _token: RunnerTokenDep
+    name: str, session: WriteSessionDep, settings: SettingsDep, token: RunnerTokenDep
 ) -> JobSpecOut | Response:
-    """Lease the next job this runner's hardware kind and GPU count can run."""
-    runner = get_runner(session=session, name=name)
+    """Lease the next job this runner's hardware kind and GPU count can run (``name``: the token's runner)."""
+    runner = acting_runner(session=session, token=token, name=name)
     job = claim_job(session=session, runner=runner, lease=dt.timedelta(seconds=settings.lease_seconds))
     if job is None:
         session.commit()

@@ -22,7 +22,8 @@ from rich.progress import (
 
 from runners.agent import Agent, AgentConfig, JobEvents
 from runners.candidates import CandidateBuilder
-from runners.client import TrackerClient
+from runners.client import TrackerClient, TrackerError
+from runners.jobenv import JobEnvironment
 from runners.jobspec import JobSpec
 from runners.workloads.registry import default_workloads
 from tracker.logs import configure_from_settings
@@ -114,6 +115,13 @@ def runner(
         help="CPU runners (--hardware cpu): wait up to this many seconds for other processes to leave "
         "the CPUs before each benchmark starts (0, the default: start at once).",
     ),
+    env_allow: list[str] = typer.Option(
+        [],
+        "--env-allow",
+        help="Environment variable (or NAME_* prefix) that builds and benchmarks may see besides the default "
+        "allow-list (PATH, HOME, locale, CUDA_*, TORCH_*, HF_HOME, proxies, ...); repeatable. A secret-looking "
+        "name (HF_TOKEN) passes only when named exactly; PERFTRACK_* and the runner token never pass.",
+    ),
     preload: list[str] = typer.Option(
         [],
         "--preload",
@@ -130,6 +138,11 @@ def runner(
         )
     labels = _pairs(label, "--label")
     builds = _pairs(build_command, "--build-command")
+    try:
+        # What the agent launches for a job sees this allow-listed environment, never its token.
+        job_env = JobEnvironment(allow=tuple(env_allow), secrets=(secret,)).environ()
+    except ValueError as error:
+        fail(f"--env-allow: {error}")
     configure_from_settings(config, extra_secrets=[secret])
     console = Console()
     display = RunnerProgress(console)
@@ -148,8 +161,8 @@ def runner(
             preload_modules=tuple(preload),
         ),
         client,
-        CandidateBuilder(workdir, build_commands=builds),
-        default_workloads(sglang=sglang, cache_dir=workdir / "cache"),
+        CandidateBuilder(workdir, build_commands=builds, base_env=job_env),
+        default_workloads(sglang=sglang, cache_dir=workdir / "cache", base_env=job_env),
         display.events(),
     )
     _install_stop_handlers(agent, console)
@@ -157,6 +170,9 @@ def runner(
     try:
         with display.progress:
             code = agent.run(once=once)
+    except TrackerError as error:
+        # Refused for good (e.g. the name is bound to another runner's token): say why, no traceback.
+        fail(f"the tracker refused runner {name!r}: {error}")
     finally:
         agent.close()
         client.close()

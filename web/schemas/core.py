@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tracker.hygiene import RunConditions, conditions_from_environment
 from tracker.models import Case, Commit, HardwareKind, Run
@@ -348,6 +348,11 @@ class ResultCreated(BaseModel):
     status: str
     denoise_step_ms: float | None
     url: str
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what the upload said about an already known commit (title, author, time, parents) "
+        "that differs from the stored value and was therefore not applied",
+    )
 
 
 class Health(BaseModel):

@@ -38,6 +38,8 @@ _DEFAULTS = {
     422: "Invalid input: the message names the field",
 }
 RUNNER = (401,)  # what a route guarded by a runner (or admin) token adds
+# The 403 of a route where a runner acts: identity comes from its token, and only a runner token has one.
+NOT_THIS_RUNNER = "An admin token, or a runner token acting as another runner than its own"
 ADMIN = (401, 403)  # what a route guarded by an admin token adds
 BODY = (400, 413, 422)  # what a route with a request body adds
 
