@@ -94,9 +94,12 @@ class Settings(BaseSettings):
     github_status_context: str = "perftrack/perf"
     # A push to a PR that ran /perf re-runs its last command on the new head (the old head's
     # comparison, if still running, is cancelled); a PR carrying this label is measured on every push
-    # (bare /perf) and when the label is added. Empty: no label.
+    # (bare /perf) and when the label is added. Empty: no label. Either way the pusher (labeller)
+    # needs write access, checked for each head, and a fork's pushes are never measured on their own.
     github_rerun_on_push: bool = True
     github_perf_label: str | None = None
+    # Handled webhook deliveries are kept this long (GitHub lets one redeliver for 3 days).
+    github_delivery_retention_days: int = Field(default=14, ge=3)
     # owner/name#NUMBER: after each nightly ends, a summary comment goes to this issue.
     github_nightly_issue: str | None = None
 

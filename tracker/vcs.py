@@ -18,7 +18,9 @@ from tracker.schemas import CommitIn
 
 logger = logging.getLogger(__name__)
 
-_PULL_REF = re.compile(r"^(?:refs/pull/(\d+)/head|#(\d+))$")
+# A pull request's branch (``#N`` is short for it), optionally pinned to one head commit:
+# ``refs/pull/N/head@SHA`` builds that commit even after the pull request moved on.
+_PULL_REF = re.compile(r"^(?:refs/pull/(\d+)/head|#(\d+))(?:@([0-9a-f]{40}|[0-9a-f]{64}))?$")
 
 
 @dataclass(frozen=True)
@@ -169,10 +171,16 @@ def ensure_candidate(*, session: Session, base: Commit, patches: Sequence[str]) 
     return candidate
 
 
+def pinned_pull_ref(number: int, head_sha: str) -> str:
+    """The patch ref of pull request ``number`` pinned to the head commit ``head_sha``."""
+    return f"refs/pull/{number}/head@{head_sha.lower()}"
+
+
 def _normalise_ref(ref: str) -> str:
-    pull = _PULL_REF.match(ref)
+    pull = _PULL_REF.match(ref.lower())
     if pull:
-        return f"refs/pull/{pull.group(1) or pull.group(2)}/head"
+        pin = f"@{pull.group(3)}" if pull.group(3) else ""
+        return f"refs/pull/{pull.group(1) or pull.group(2)}/head{pin}"
     return ref.lower()
 
 
@@ -185,4 +193,6 @@ def _patch(position: int, ref: str) -> CandidatePatch:
 
 def _short(ref: str) -> str:
     pull = _PULL_REF.match(ref)
-    return f"#{pull.group(1)}" if pull else ref[:7]
+    if pull is None:
+        return ref[:7]
+    return f"#{pull.group(1)}" + (f"@{pull.group(3)[:7]}" if pull.group(3) else "")

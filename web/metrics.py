@@ -53,13 +53,15 @@ def metrics(
 
 def webhook_outcome(code: int, outcome: str) -> str:
     """The metric class of a webhook answer (status code and outcome text of ``web.api.github``)."""
-    by_code = {401: "bad_signature", 400: "bad_request", 503: "not_configured", 202: "ignored"}
+    by_code = {401: "bad_signature", 400: "bad_request", 503: "not_configured"}
     if code in by_code:
         return by_code[code]
     if code >= 400:
         return "error"
     for prefix, name in (
         ("already handled", "duplicate"),
+        ("already queued", "duplicate"),
+        ("queued", "queued"),
         ("pong", "ping"),
         ("ignored", "ignored"),
         ("refused", "refused"),

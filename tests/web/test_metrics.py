@@ -197,6 +197,8 @@ def test_webhook_outcomes(webhook_client: TestClient) -> None:
         (200, "invalid command: no such case", "rejected"),
         (200, "ignored: no /perf command", "ignored"),
         (202, "ignored", "ignored"),
+        (202, "queued", "queued"),
+        (200, "already queued", "duplicate"),
         (502, "GitHub did not answer as expected", "error"),
         (503, "not set up", "not_configured"),
         (400, "the body is not JSON", "bad_request"),
