@@ -409,6 +409,7 @@ def test_perf_compares_the_pr_on_its_merge_base_and_reports_in_one_comment(
     assert marker(comparison.id) in comment["body"]
     assert "queued" in comment["body"]
     assert "#43601" in comment["body"]
+    assert f"#{PR} at `{HEAD_SHA[:10]}`" in comment["body"]  # the head measured, for everyone to see
     assert comparison.github_comment_id == comment["id"]
     assert [reaction["content"] for reaction in fake.reactions] == ["eyes"]
     assert [status["state"] for status in fake.statuses] == ["pending"]

@@ -167,5 +167,9 @@ def _ms(value: float | None) -> str:
 def _candidate(candidate: Candidate) -> str:
     parts = [f"`{candidate.base_commit.sha[:12]}`"]
     for patch in candidate.patches:
-        parts.append(f"#{patch.pr_number}" if patch.pr_number is not None else f"`{patch.ref[:12]}`")
+        if patch.pr_number is None:
+            parts.append(f"`{patch.ref[:12]}`")
+            continue
+        _, pinned, sha = patch.ref.partition("@")  # refs/pull/N/head@SHA: the head measured
+        parts.append(f"#{patch.pr_number}" + (f" at `{sha[:10]}`" if pinned else ""))
     return " + ".join(parts)
