@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole check, as CI runs it: install, lint, type-check, migrations drift, tests on SQLite and
-# PostgreSQL, and the browser tests in Debian's Chromium.
+# The whole check, as CI runs it: install, lint, type-check, import layers, migrations drift, tests on
+# SQLite and PostgreSQL, and the browser tests in Debian's Chromium.
 #   PERFTRACK_TEST_PG_URL   PostgreSQL to test against (default postgresql://postgres@127.0.0.1:5432/test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +35,9 @@ ruff format --check .
 
 step "mypy --strict"
 mypy
+
+step "import layers (import-linter)"
+lint-imports
 
 step "alembic check (SQLite and PostgreSQL)"
 tmpdb=$(mktemp -d)
