@@ -11,6 +11,7 @@ import re
 import subprocess
 from collections.abc import Callable
 
+from tracker.errors import ExternalServiceError
 from tracker.history import GitHistory, HistoryUnavailable
 from tracker.models import Repository
 from tracker.schemas import CommitIn
@@ -21,7 +22,7 @@ BranchResolver = Callable[[str, str], str]
 """``(repository url, branch) -> full commit sha``; raises :class:`BranchUnavailable`."""
 
 
-class BranchUnavailable(Exception):
+class BranchUnavailable(ExternalServiceError):
     """The branch head cannot be resolved (unreachable remote, unknown branch, git failed)."""
 
 

@@ -4,12 +4,22 @@
 
     PerftrackError
     ├── InvalidInput            422: a field is wrong (``field`` names it)
+    │   └── CommandError        a ``/perf`` command that cannot be carried out (tracker.github.commands)
     ├── PayloadTooLarge         413: a body or log is over the configured limit
     ├── NotFound                404: no such case, run, commit, ...
     ├── Conflict                409: the request contradicts stored state
     ├── AuthError               401: missing, malformed, unknown or revoked token
     │   └── Forbidden           403: a valid token without the needed role
+    ├── ExternalServiceError    502: git or GitHub did not answer as needed
+    │   ├── GithubError         a GitHub call failed (tracker.github.client)
+    │   │   └── GithubSetupError    the App is not installed or its credentials are refused
+    │   ├── HistoryUnavailable  commits cannot be listed from a mirror (tracker.history)
+    │   └── BranchUnavailable   a branch head cannot be resolved (tracker.branch_head)
+    ├── MalformedDelivery       400: a webhook delivery without a field it needs (tracker.github.events)
     └── SuiteError              a suite file is malformed (file, line, field)
+
+The errors of git and GitHub are defined next to the code that talks to them; the web maps each
+through its base here.
 """
 
 from __future__ import annotations
@@ -46,6 +56,10 @@ class AuthError(PerftrackError):
 
 class Forbidden(AuthError):
     """The token is valid but its role does not allow this action."""
+
+
+class ExternalServiceError(PerftrackError):
+    """git or GitHub failed, refused or answered something unusable; trying later may succeed."""
 
 
 class SuiteError(PerftrackError):

@@ -18,6 +18,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.errors import ExternalServiceError
 from tracker.models import Commit, Repository
 from tracker.schemas import CommitIn
 
@@ -26,7 +27,7 @@ _FIELD = "\x1f"
 _RECORD = "\x1e"
 
 
-class HistoryUnavailable(Exception):
+class HistoryUnavailable(ExternalServiceError):
     """The commits between two commits cannot be listed (no mirror, unknown commit, git failed)."""
 
 

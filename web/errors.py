@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from tracker.errors import (
     AuthError,
     Conflict,
+    ExternalServiceError,
     Forbidden,
     InvalidInput,
     NotFound,
@@ -63,6 +64,7 @@ _STATUS: list[tuple[type[PerftrackError], int]] = [
     (PayloadTooLarge, 413),
     (NotFound, 404),
     (Conflict, 409),
+    (ExternalServiceError, 502),
 ]
 
 

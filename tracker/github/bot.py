@@ -131,8 +131,8 @@ def _decide_comment(
             pr_number=event.pr_number,
             command=command,
         )
-    except (CommandError, InvalidInput) as error:
-        message = error.message if isinstance(error, InvalidInput) else str(error)
+    except InvalidInput as error:  # a CommandError too
+        message = error.message
         return Reply(f"rejected: {message}", f"@{event.author} {message}", "confused")
     return Start(plan=plan, author=event.author)
 
@@ -180,8 +180,8 @@ def _decide_pull_request(
             command=parse_command(text),
             head_sha=event.head_sha,
         )
-    except (CommandError, InvalidInput) as error:
-        message = error.message if isinstance(error, InvalidInput) else str(error)
+    except InvalidInput as error:  # a CommandError too
+        message = error.message
         return Reply(
             f"rejected: {message}", f"perftrack could not re-run {code(text)} after the {why}: {message}"
         )

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import jwt
 
+from tracker.errors import ExternalServiceError
 from tracker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ _MAX_WAIT_S = 60.0
 _BEARER = re.compile(r"Bearer\s+\S+", re.IGNORECASE)
 
 
-class GithubError(Exception):
+class GithubError(ExternalServiceError):
     """A GitHub call failed; ``status`` is the HTTP status (``None``: no answer). Never holds a token."""
 
     def __init__(self, message: str, status: int | None = None) -> None:

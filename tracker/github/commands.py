@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tracker.errors import InvalidInput
 from tracker.github.render import code
 
 PREFIX = "/perf"
@@ -43,8 +44,14 @@ A command is read once, when its comment is posted: edit a comment and nothing r
 After `/perf cancel`, pushes are not measured until the next `/perf`."""
 
 
-class CommandError(ValueError):
-    """A ``/perf`` command that cannot be carried out; the message is shown to the user."""
+class CommandError(InvalidInput):
+    """A ``/perf`` command that cannot be carried out; the message is shown to the user as it is."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("command", message)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True)

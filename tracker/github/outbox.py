@@ -26,6 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.comparison_views import comparison_view
+from tracker.errors import Conflict, NotFound
 from tracker.github.client import GithubClient, GithubError, client_from_settings
 from tracker.github.render import comparison_link, marker, render_comment
 from tracker.models import Comparison, GithubOutbox, utcnow
@@ -174,9 +175,9 @@ def revive(*, session: Session, row_id: int) -> GithubOutbox:
     """Try a dead (or waiting) row again at the next flush."""
     row = session.get(GithubOutbox, row_id)
     if row is None:
-        raise LookupError(f"no outbox row {row_id}")
+        raise NotFound(f"no outbox row {row_id}")
     if row.done_at is not None:
-        raise ValueError(f"outbox row {row_id} was sent already")
+        raise Conflict(f"outbox row {row_id} was sent already")
     row.dead_at = None
     row.refusals = 0
     row.next_attempt_at = None

@@ -68,7 +68,7 @@ def retry(
     with database_session() as session:
         try:
             row = outbox.revive(session=session, row_id=row_id)
-        except (LookupError, ValueError) as error:
+        except PerftrackError as error:
             fail(str(error))
         console.print(f"outbox row {row.id} ({row.kind} on {row.repository} {row.target}) will be retried")
 
