@@ -36,16 +36,14 @@ from tracker.models import (
     Commit,
     Comparison,
     ComparisonKind,
-    ComparisonState,
     Job,
     JobReason,
     Run,
     RunStatus,
     Verdict,
 )
+from tracker.models.enums import FINISHED_COMPARISON_STATES
 from tracker.vcs import ensure_candidate, upsert_commit
-
-_FINISHED = (ComparisonState.DONE, ComparisonState.FAILED, ComparisonState.CANCELLED)
 
 
 def start_bisection(*, session: Session, alert: Alert, history: GitHistory | None, now: dt.datetime) -> None:
@@ -177,7 +175,7 @@ def _measured(session: Session, alert: Alert, commit: Commit) -> list[float]:
             Run.commit_id == commit.id,
             Run.status == RunStatus.OK,
             Run.excluded_reason.is_(None),
-            Candidate.patch_count == 0,
+            Candidate.is_plain,
         )
     ).all()
     return [float(value) for value in values if value]
@@ -268,7 +266,7 @@ def _pair(session: Session, alert: Alert, step: BisectionStep) -> None:
 
 def record_paired_step(*, session: Session, comparison: Comparison, now: dt.datetime) -> None:
     """A bisection step's paired rounds finished: call the commit good, bad or skipped; go on."""
-    if comparison.kind is not ComparisonKind.BISECT or comparison.state not in _FINISHED:
+    if comparison.kind is not ComparisonKind.BISECT or comparison.state not in FINISHED_COMPARISON_STATES:
         return
     step = session.scalar(select(BisectionStep).where(BisectionStep.comparison_id == comparison.id))
     if step is None or step.outcome != "pending":

@@ -98,8 +98,8 @@ def commit_view(*, session: Session, commit: Commit) -> CommitView:
     )
     return CommitView(
         commit=commit,
-        plain=[result for result in results if result.run.candidate.patch_count == 0],
-        stacked=[result for result in results if result.run.candidate.patch_count > 0],
+        plain=[result for result in results if result.run.candidate.is_plain],
+        stacked=[result for result in results if not result.run.candidate.is_plain],
         alerts_first_bad=[alert for alert in alerts if alert.first_bad_commit_id == commit.id],
         alerts_culprit=[alert for alert in alerts if alert.culprit_commit_id == commit.id],
     )

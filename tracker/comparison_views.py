@@ -23,12 +23,10 @@ from tracker.models import (
     ComparisonResult,
     ComparisonState,
     Job,
-    JobState,
     Run,
     RunStatus,
 )
-
-_ENDED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+from tracker.models.enums import FINISHED_JOB_STATES
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,7 @@ class ArmView:
     @property
     def ended(self) -> bool:
         """The job will not change any more (done, failed or cancelled)."""
-        return self.job is not None and self.job.state in _ENDED
+        return self.job is not None and self.job.state in FINISHED_JOB_STATES
 
     @property
     def failure(self) -> str | None:

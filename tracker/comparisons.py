@@ -44,17 +44,16 @@ from tracker.models import (
     HardwareKind,
     Job,
     JobReason,
-    JobState,
     Repository,
     Run,
     Verdict,
     utcnow,
 )
+from tracker.models.enums import FINISHED_COMPARISON_STATES, PENDING_JOB_STATES
 from tracker.schemas import CommitIn
 from tracker.vcs import ensure_candidate, upsert_commit
 
 MAX_ROUNDS = 64
-_FINISHED = (ComparisonState.DONE, ComparisonState.FAILED, ComparisonState.CANCELLED)
 _REASON_CHARS = 200
 
 
@@ -223,12 +222,12 @@ def cancel_comparison(
     # Jobs first, then the comparison: the order an arriving run locks them in.
     open_jobs = session.scalars(
         select(Job)
-        .where(Job.comparison_id == comparison_id, Job.state.in_((JobState.QUEUED, JobState.LEASED)))
+        .where(Job.comparison_id == comparison_id, Job.state.in_(PENDING_JOB_STATES))
         .order_by(Job.id)
         .with_for_update()
     ).all()
     comparison = _locked(session=session, comparison_id=comparison_id)
-    if comparison.state in _FINISHED:
+    if comparison.state in FINISHED_COMPARISON_STATES:
         raise Conflict(f"comparison {comparison_id} is already {comparison.state.value}")
     comparison.state = ComparisonState.CANCELLED
     comparison.finished_at = now
@@ -270,7 +269,7 @@ def job_requests(*, session: Session, job: Job) -> int:
 def _advance(*, session: Session, job: Job, now: dt.datetime) -> Comparison:
     assert job.comparison_id is not None
     comparison = _locked(session=session, comparison_id=job.comparison_id)
-    if comparison.state in _FINISHED:
+    if comparison.state in FINISHED_COMPARISON_STATES:
         return comparison  # cancelled: its jobs ending change nothing
     if comparison.state is ComparisonState.PENDING:
         comparison.state = ComparisonState.RUNNING

@@ -41,7 +41,6 @@ from tracker.models import (
     Comparison,
     ComparisonKind,
     ComparisonResult,
-    ComparisonState,
     Direction,
     Job,
     JobReason,
@@ -50,13 +49,13 @@ from tracker.models import (
     RunStatus,
     Verdict,
 )
+from tracker.models.enums import FINISHED_COMPARISON_STATES
 from tracker.series_state import load_series_runs
 from tracker.vcs import ensure_candidate
 
 __all__ = ["POLICY", "confirmation_of", "odd_side", "settle_confirmation", "start_confirmation"]
 
 POLICY = ConfirmationPolicy()
-_FINISHED = (ComparisonState.DONE, ComparisonState.FAILED, ComparisonState.CANCELLED)
 _LIVE = (AlertStatus.OPEN, AlertStatus.ACKNOWLEDGED)
 
 
@@ -99,7 +98,10 @@ def confirmation_of(*, session: Session, alert: Alert) -> ComparisonView | None:
 
 def settle_confirmation(*, session: Session, comparison: Comparison, now: dt.datetime) -> Alert | None:
     """Apply a finished confirmation to its alert; returns the alert when it became confirmed."""
-    if comparison.kind is not ComparisonKind.CONFIRMATION or comparison.state not in _FINISHED:
+    if (
+        comparison.kind is not ComparisonKind.CONFIRMATION
+        or comparison.state not in FINISHED_COMPARISON_STATES
+    ):
         return None
     alert = session.get(Alert, comparison.alert_id) if comparison.alert_id is not None else None
     if alert is None or alert.confirmation != AlertConfirmation.PENDING:
@@ -279,7 +281,7 @@ def _series_runs(session: Session, alert: Alert, commit_id: int | None) -> list[
                 Run.status == RunStatus.OK,
                 Run.excluded_reason.is_(None),
                 Run.denoise_step_ms > 0,
-                Candidate.patch_count == 0,
+                Candidate.is_plain,
                 Job.comparison_id.is_(None),  # the paired rounds are evidence, not series points
             )
             .order_by(Run.id)

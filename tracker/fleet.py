@@ -1,4 +1,4 @@
-"""The fleet as the dashboard shows it: runners with their health, the queue by hardware and reason.
+"""The fleet as the dashboard shows it: runners with their health, and the jobs by state.
 
 Built on :mod:`tracker.jobs` (``list_runners``); every function here is a fixed number of queries,
 whatever the number of runners or jobs.
@@ -7,7 +7,6 @@ whatever the number of runners or jobs.
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,10 +15,9 @@ from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.sql.base import ExecutableOption
 
 from tracker.jobs import RunnerStatus, list_runners
-from tracker.models import HardwareKind, Job, JobReason, JobState, Run, utcnow
+from tracker.models import HardwareKind, Job, JobState, Run, utcnow
+from tracker.models.enums import PENDING_JOB_STATES
 
-FINISHED = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
-PENDING = (JobState.QUEUED, JobState.LEASED)
 # How many recent jobs to scan for a runner's failed attempts, and how many to show per runner.
 FAILURE_SCAN_JOBS = 500
 FAILURES_PER_RUNNER = 5
@@ -125,44 +123,6 @@ def _parse_time(value: object) -> dt.datetime | None:
 
 
 @dataclass(frozen=True)
-class QueueDepth:
-    """Queued and leased jobs of one hardware kind, in all and by reason."""
-
-    hardware: str
-    queued: int
-    leased: int
-    queued_by_reason: dict[JobReason, int]
-
-
-def queue_depth(*, session: Session) -> list[QueueDepth]:
-    """Pending jobs per hardware kind (every kind a job or runner needs), split by reason."""
-    rows = session.execute(
-        select(HardwareKind.name, Job.state, Job.reason, func.count())
-        .join(HardwareKind, Job.hardware_kind_id == HardwareKind.id)
-        .where(Job.state.in_(PENDING))
-        .group_by(HardwareKind.name, Job.state, Job.reason)
-    ).all()
-    queued: Counter[str] = Counter()
-    leased: Counter[str] = Counter()
-    by_reason: dict[str, Counter[JobReason]] = {}
-    for hardware, state, reason, count in rows:
-        if state is JobState.QUEUED:
-            queued[hardware] += count
-            by_reason.setdefault(hardware, Counter())[reason] += count
-        else:
-            leased[hardware] += count
-    return [
-        QueueDepth(
-            hardware=hardware,
-            queued=queued[hardware],
-            leased=leased[hardware],
-            queued_by_reason=dict(sorted(by_reason.get(hardware, Counter()).items())),
-        )
-        for hardware in sorted(set(queued) | set(leased))
-    ]
-
-
-@dataclass(frozen=True)
 class JobRow:
     """A job with the run its latest attempt produced, if any."""
 
@@ -194,7 +154,7 @@ def job_rows(
         query = query.where(Job.hardware_kind_id == hardware.id)
     if ids is not None:
         query = query.where(Job.id.in_(ids))
-    if set(states) <= set(PENDING):
+    if set(states) <= set(PENDING_JOB_STATES):
         query = query.order_by(Job.priority.desc(), Job.id)
     else:
         query = query.order_by(Job.finished_at.desc().nulls_last(), Job.id.desc())

@@ -41,6 +41,7 @@ from tracker.models import (
     TokenRole,
     utcnow,
 )
+from tracker.models.enums import FINISHED_JOB_STATES
 
 logger = logging.getLogger(__name__)
 
@@ -388,7 +389,7 @@ def cancel_job(*, session: Session, job_id: int, reason: str, now: dt.datetime |
     job = session.get(Job, job_id)
     if job is None:
         raise NotFound(f"no job {job_id}")
-    if job.state in (JobState.DONE, JobState.FAILED, JobState.CANCELLED):
+    if job.state in FINISHED_JOB_STATES:
         raise Conflict(f"job {job_id} is already {job.state.value}")
     job.state = JobState.CANCELLED
     job.failure_reason = reason

@@ -17,11 +17,13 @@ classes, route templates (``/api/v1/runs/{run_id}``, never the path itself).
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -31,7 +33,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker.models import HardwareKind, Job, JobState, Run, RunSource, RunStatus, utcnow
+from tracker.models import HardwareKind, Job, JobReason, JobState, Run, RunSource, RunStatus, utcnow
+from tracker.models.enums import PENDING_JOB_STATES
 from tracker.pending import pending_count
 
 logger = logging.getLogger(__name__)
@@ -175,22 +178,55 @@ def failure_class() -> ColumnElement[str]:
     )
 
 
-def queue_depth(*, session: Session) -> dict[tuple[str, JobState], int]:
+@dataclass(frozen=True)
+class QueueDepth:
+    """Queued and leased jobs of one hardware kind, in all and by reason."""
+
+    hardware: str
+    queued: int
+    leased: int
+    queued_by_reason: dict[JobReason, int]
+
+
+def queue_depth(*, session: Session) -> list[QueueDepth]:
+    """Pending jobs per hardware kind that has any, split by reason (the jobs page, ``perftrack_jobs``)."""
+    rows = session.execute(
+        select(HardwareKind.name, Job.state, Job.reason, func.count())
+        .join(HardwareKind, Job.hardware_kind_id == HardwareKind.id)
+        .where(Job.state.in_(PENDING_JOB_STATES))
+        .group_by(HardwareKind.name, Job.state, Job.reason)
+    ).all()
+    queued: collections.Counter[str] = collections.Counter()
+    leased: collections.Counter[str] = collections.Counter()
+    by_reason: dict[str, collections.Counter[JobReason]] = {}
+    for hardware, state, reason, count in rows:
+        if state is JobState.QUEUED:
+            queued[hardware] += count
+            by_reason.setdefault(hardware, collections.Counter())[reason] += count
+        else:
+            leased[hardware] += count
+    return [
+        QueueDepth(
+            hardware=hardware,
+            queued=queued[hardware],
+            leased=leased[hardware],
+            queued_by_reason=dict(sorted(by_reason.get(hardware, collections.Counter()).items())),
+        )
+        for hardware in sorted(set(queued) | set(leased))
+    ]
+
+
+def _jobs_by_state(session: Session) -> dict[tuple[str, JobState], int]:
     """Queued and leased jobs per (hardware kind, state); every kind appears, with zeros."""
-    depth = {
+    counts = {
         (name, state): 0
         for name in session.scalars(select(HardwareKind.name))
-        for state in (JobState.QUEUED, JobState.LEASED)
+        for state in PENDING_JOB_STATES
     }
-    rows = session.execute(
-        select(HardwareKind.name, Job.state, func.count())
-        .join(HardwareKind, HardwareKind.id == Job.hardware_kind_id)
-        .where(Job.state.in_((JobState.QUEUED, JobState.LEASED)))
-        .group_by(HardwareKind.name, Job.state)
-    ).all()
-    for name, state, count in rows:
-        depth[(name, state)] = int(count)
-    return depth
+    for entry in queue_depth(session=session):
+        counts[(entry.hardware, JobState.QUEUED)] = entry.queued
+        counts[(entry.hardware, JobState.LEASED)] = entry.leased
+    return counts
 
 
 def overdue_leases(*, session: Session, now: dt.datetime) -> int:
@@ -230,7 +266,7 @@ class DatabaseCollector(Collector):
         depth_family, overdue_family, failed_family, up_family, pending_family = self._families()
         try:
             with self.sessions() as session:
-                depth = queue_depth(session=session)
+                depth = _jobs_by_state(session)
                 overdue = overdue_leases(session=session, now=self.now())
                 failed = failed_runs_by_class(session=session)
                 waiting = pending_count(session=session)

@@ -8,7 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, ColumnExpressionArgument, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from tracker.catalog import get_hardware_kind
@@ -126,11 +126,11 @@ class OverviewRow:
         return self.open_regressions + self.open_improvements
 
 
-def _plain_branch_runs() -> tuple[ColumnElement[bool], ...]:
+def _plain_branch_runs() -> tuple[ColumnExpressionArgument[bool], ...]:
     """Runs that are series points: plain commits, outside comparisons, not excluded."""
     return (
         Case.is_current.is_(True),
-        Candidate.patch_count == 0,
+        Candidate.is_plain,
         Job.comparison_id.is_(None),
         Run.excluded_reason.is_(None),
     )
@@ -423,7 +423,7 @@ def series(
     where = (
         Run.case_id == case.id,
         Run.hardware_kind_id == kind.id,
-        Candidate.patch_count == 0,
+        Candidate.is_plain,
         Job.comparison_id.is_(None),  # comparison rounds (A/B, A/A) are shown with their comparison
     )
     total = (

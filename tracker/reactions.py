@@ -19,7 +19,6 @@ from tracker.github import status as github_status
 from tracker.history import GitHistory
 from tracker.models import (
     Alert,
-    AlertConfirmation,
     Candidate,
     Case,
     Comparison,
@@ -109,9 +108,25 @@ def evaluate_pending_series(*, session: Session, now: dt.datetime, history: GitH
     )
 
 
+def evaluate_and_bisect(
+    *, session: Session, case: Case, hardware: HardwareKind, now: dt.datetime, history: GitHistory | None
+) -> list[Alert]:
+    """Evaluate one series now; an alert that opens as an established change starts its bisection.
+
+    The one place where detection hands over to bisection: uploads, the deferred evaluation and the
+    sweep all come here. (A suspect is bisected once its paired rounds confirm it, in
+    :func:`_comparison_moved`.)
+    """
+
+    def bisect(alert: Alert) -> None:
+        bisection.start_bisection(session=session, alert=alert, history=history, now=now)
+
+    return evaluate_series(session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect)
+
+
 def _is_plain(session: Session, candidate_id: int) -> bool:
     candidate = session.get(Candidate, candidate_id)
-    return candidate is not None and candidate.patch_count == 0
+    return candidate is not None and candidate.is_plain
 
 
 def _evaluate(
@@ -126,9 +141,4 @@ def _evaluate(
     if defer:
         pending.mark_pending(session=session, case_id=case.id, hardware_kind_id=hardware.id, now=now)
         return []
-
-    def bisect(alert: Alert) -> None:
-        if alert.confirmation in (AlertConfirmation.CONFIRMED, AlertConfirmation.HELD):
-            bisection.start_bisection(session=session, alert=alert, history=history, now=now)
-
-    return evaluate_series(session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect)
+    return evaluate_and_bisect(session=session, case=case, hardware=hardware, now=now, history=history)

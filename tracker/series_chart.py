@@ -8,7 +8,7 @@ import datetime as dt
 import statistics
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import not_, select
 from sqlalchemy.orm import Session, selectinload
 
 from tracker.catalog import get_hardware_kind
@@ -207,7 +207,7 @@ def patched_runs(*, session: Session, case: Case, hardware_kind_id: int, limit: 
         .join(Candidate, Candidate.id == Run.candidate_id)
         .join(Commit, Commit.id == Candidate.base_commit_id)
         .outerjoin(Job, Job.id == Run.job_id)
-        .where(Run.case_id == case.id, Run.hardware_kind_id == hardware_kind_id, Candidate.patch_count > 0)
+        .where(Run.case_id == case.id, Run.hardware_kind_id == hardware_kind_id, not_(Candidate.is_plain))
         .order_by(Run.created_at.desc(), Run.id.desc())
         .limit(limit)
     ).all()

@@ -68,7 +68,7 @@ def load_series_runs(
             Run.excluded_reason.is_(None),
             Run.denoise_step_ms.is_not(None),
             Run.denoise_step_ms > 0,
-            Candidate.patch_count == 0,
+            Candidate.is_plain,
         )
         .order_by(Commit.committed_at.desc(), Commit.id.desc(), Run.id)
         .limit(lookback * 8)

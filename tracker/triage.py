@@ -10,13 +10,13 @@ from sqlalchemy.orm import Session, selectinload
 
 from tracker import bisection
 from tracker.alert_log import record
-from tracker.alerts import evaluate_series
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.history import GitHistory
 from tracker.metrics import timed_detection
 from tracker.models import Alert, AlertConfirmation, AlertStatus, Case, Direction, HardwareKind, Run
 from tracker.models.enums import enum_values
+from tracker.reactions import evaluate_and_bisect
 
 # Who may move an alert where. Reopening is allowed from every closed state, with a reason.
 TRANSITIONS: dict[AlertStatus, frozenset[AlertStatus]] = {
@@ -191,11 +191,7 @@ def sweep(*, session: Session, now: dt.datetime, history: GitHistory | None) -> 
         if case is None or kind is None or not case.is_current:
             continue
         count += 1
-
-        def bisect(alert: Alert) -> None:
-            bisection.start_bisection(session=session, alert=alert, history=history, now=now)
-
         touched.extend(
-            evaluate_series(session=session, case=case, hardware=kind, now=now, on_confirmed=bisect)
+            evaluate_and_bisect(session=session, case=case, hardware=kind, now=now, history=history)
         )
     return SweepReport(series=count, alerts_touched=touched)

@@ -98,7 +98,7 @@ def fill(session: Session) -> dict[str, int]:
     )
 
     def arms(commit: Commit, job: Job) -> float | None:
-        patched = job.candidate.patch_count > 0
+        patched = not job.candidate.is_plain
         return level[40] * (0.93 if patched else 1.0) * (1 + rng.gauss(0, 0.003))
 
     bench.drain(arms)

@@ -55,6 +55,11 @@ class JobState(StrEnum):
     CANCELLED = "cancelled"
 
 
+# A job waiting for or holding a lease, and one that ended (no lease takes it again).
+PENDING_JOB_STATES = (JobState.QUEUED, JobState.LEASED)
+FINISHED_JOB_STATES = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
 class RunStatus(StrEnum):
     """A run measured something (``ok``) or failed with a reason and no number."""
 
@@ -114,6 +119,10 @@ class ComparisonState(StrEnum):
     DONE = "done"
     CANCELLED = "cancelled"
     FAILED = "failed"
+
+
+# A comparison that will change no more: its verdicts stand (or it was given up).
+FINISHED_COMPARISON_STATES = (ComparisonState.DONE, ComparisonState.FAILED, ComparisonState.CANCELLED)
 
 
 class ComparisonKind(StrEnum):

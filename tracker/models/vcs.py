@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, ColumnElement, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_list, str_sha
@@ -72,10 +73,15 @@ class Candidate(Base):
         lazy="selectin",
     )
 
-    @property
+    @hybrid_property
     def is_plain(self) -> bool:
-        """Whether this candidate is just its base commit."""
-        return not self.patches
+        """Whether this candidate is just its base commit (also a SQL expression: ``patch_count = 0``)."""
+        return self.patch_count == 0
+
+    @is_plain.inplace.expression
+    @classmethod
+    def _is_plain_expression(cls) -> ColumnElement[bool]:
+        return cls.patch_count == 0
 
 
 class CandidatePatch(Base):

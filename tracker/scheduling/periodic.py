@@ -87,7 +87,7 @@ def schedule_calibrations(*, session: Session, now: dt.datetime, interval_days: 
         candidate = session.scalar(
             select(Candidate)
             .join(Commit, Commit.id == Candidate.base_commit_id)
-            .where(Commit.repository_id == case.repository_id, Commit.sha == sha, Candidate.patch_count == 0)
+            .where(Commit.repository_id == case.repository_id, Commit.sha == sha, Candidate.is_plain)
         )
         if candidate is None:
             continue

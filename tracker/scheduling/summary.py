@@ -96,7 +96,7 @@ def _view(
                 .join(Candidate, Candidate.id == Job.candidate_id)
                 .where(
                     Candidate.base_commit_id == commit.id,
-                    Candidate.patch_count == 0,
+                    Candidate.is_plain,
                     Job.reason == JobReason.NIGHTLY,
                 )
                 .options(selectinload(Job.case), selectinload(Job.hardware_kind))

@@ -20,10 +20,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from tracker.models.enums import FINISHED_COMPARISON_STATES, FINISHED_JOB_STATES
 from web.cli.common import console, fail, settings
 
-_FINISHED = ("done", "failed", "cancelled")
-_ENDED_JOBS = ("done", "failed", "cancelled")
 _VERDICT_STYLE = {
     "regression": "bold red",
     "improvement": "bold green",
@@ -134,7 +133,7 @@ def _wait(
             progress.update(
                 task, completed=ended, total=scheduled, description=f"{comparison['state']}: rounds"
             )
-            if comparison["state"] in _FINISHED:
+            if comparison["state"] in FINISHED_COMPARISON_STATES:
                 return comparison
             sleep(poll_interval_s)
             comparison = _call(client, "GET", path)
@@ -145,7 +144,8 @@ def _round_counts(comparison: dict[str, Any]) -> tuple[int, int]:
     ended = sum(
         1
         for item in rounds
-        if item["base"]["job_state"] in _ENDED_JOBS and item["head"]["job_state"] in _ENDED_JOBS
+        if item["base"]["job_state"] in FINISHED_JOB_STATES
+        and item["head"]["job_state"] in FINISHED_JOB_STATES
     )
     return ended, len(rounds)
 

@@ -10,9 +10,11 @@ from fastapi.responses import HTMLResponse
 
 from tracker.catalog import get_hardware_kind
 from tracker.errors import InvalidInput
-from tracker.fleet import FINISHED, PENDING, JobRow, hardware_names, job_rows, queue_depth, runner_rows
+from tracker.fleet import JobRow, hardware_names, job_rows, runner_rows
 from tracker.jobs import get_job
+from tracker.metrics import queue_depth
 from tracker.models import HardwareKind, JobState
+from tracker.models.enums import FINISHED_JOB_STATES
 from web.deps import SessionDep, SettingsDep
 from web.pages.templating import templates
 from web.schemas.params import MAX_ID
@@ -87,7 +89,7 @@ def jobs_page(
             (
                 "finished",
                 "Recently finished",
-                (job_rows(session=session, states=FINISHED, hardware=kind, limit=50)),
+                (job_rows(session=session, states=FINISHED_JOB_STATES, hardware=kind, limit=50)),
             ),
         ]
     return templates.TemplateResponse(
@@ -101,7 +103,6 @@ def jobs_page(
             "job_id": job_id,
             "states": [member.value for member in JobState],
             "hardware_names": hardware_names(session=session),
-            "pending": PENDING,
             "title": "Jobs",
         },
     )
