@@ -1,64 +1,25 @@
 """Repository path globs (``python/**/qwen_image*.py``) and the cases a set of changed files selects.
 
-Globs follow the usual gitignore-like reading: ``*`` and ``?`` stay inside one path segment,
-``**`` as a whole segment spans any number of segments (none included), ``[abc]`` is a class.
-A pattern without ``/`` matches a file name in any directory (``*.cu``), as ``.gitattributes`` does.
+Globs are read as ``.gitignore`` lines are (the ``pathspec`` library): ``*`` and ``?`` stay inside
+one path segment, ``**`` as a whole segment spans any number of segments (none included), ``[abc]``
+is a class; a pattern without ``/`` matches a file name in any directory (``*.cu``), a trailing
+``/`` matches everything under a directory, and a leading ``!`` excludes what an earlier glob of
+the same case selected.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from pathspec import PathSpec, Pattern
+
 
 @lru_cache(maxsize=1024)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """The regular expression a path glob stands for (anchored at both ends)."""
-    if "/" not in pattern.rstrip("/"):
-        pattern = "**/" + pattern
-    if pattern.endswith("/"):
-        pattern += "**"
-    parts: list[str] = []
-    segments = pattern.split("/")
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if last else "(?:[^/]+/)*")
-            continue
-        parts.append(_segment(segment) + ("" if last else "/"))
-    return re.compile("".join(parts) + r"\Z")
-
-
-def _segment(segment: str) -> str:
-    out: list[str] = []
-    index = 0
-    while index < len(segment):
-        char = segment[index]
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = segment.find("]", index + 2)
-            if end == -1:
-                out.append(re.escape(char))
-            else:
-                body = segment[index + 1 : end]
-                negate = body.startswith("!")
-                body = body[1:] if negate else body
-                out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
-                index = end
-        else:
-            out.append(re.escape(char))
-        index += 1
-    return "".join(out)
-
-
-def glob_matches(pattern: str, path: str) -> bool:
-    """Whether repository-relative ``path`` matches ``pattern``."""
-    return compile_glob(pattern).match(path) is not None
+def path_spec(globs: tuple[str, ...]) -> PathSpec[Pattern]:
+    """The matcher for one case's globs (compiled once per set of globs)."""
+    return PathSpec.from_lines("gitignore", globs)
 
 
 @dataclass(frozen=True)
@@ -86,7 +47,8 @@ def select_cases(cases: Iterable[tuple[str, Sequence[str]]], files: Sequence[str
     chosen: list[str] = []
     because: dict[str, str] = {}
     for slug, globs in listed:
-        hit = next((path for path in files for pattern in globs if glob_matches(pattern, path)), None)
+        spec = path_spec(tuple(globs))
+        hit = next((path for path in files if spec.match_file(path)), None)
         if hit is not None:
             chosen.append(slug)
             because[slug] = hit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.pathglob import compile_glob, glob_matches, select_cases
+from tracker.pathglob import path_spec, select_cases
 
 DIT = "python/sglang/multimodal_gen/runtime/models/dits/qwen_image.py"
 
@@ -43,11 +43,17 @@ DIT = "python/sglang/multimodal_gen/runtime/models/dits/qwen_image.py"
     ],
 )
 def test_glob_matches(pattern: str, path: str, expected: bool) -> None:
-    assert glob_matches(pattern, path) is expected
+    assert path_spec((pattern,)).match_file(path) is expected
 
 
 def test_compiled_globs_are_cached() -> None:
-    assert compile_glob("a/**/b.py") is compile_glob("a/**/b.py")
+    assert path_spec(("a/**/b.py",)) is path_spec(("a/**/b.py",))
+
+
+def test_a_negated_glob_excludes_what_the_case_selected() -> None:
+    selection = select_cases([("kernels", ["sgl-kernel/", "!*.md"])], ["sgl-kernel/README.md"])
+    assert selection.fallback  # only a README changed: nothing selects the case
+    assert select_cases([("kernels", ["sgl-kernel/", "!*.md"])], ["sgl-kernel/a.cu"]).chosen == ["kernels"]
 
 
 CASES = [
