@@ -12,6 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from runners.jobspec import JobSpec
 
@@ -118,32 +126,42 @@ class TrackerClient:
     def _request(
         self, method: str, path: str, *, retries: int | None = None, **kwargs: Any
     ) -> httpx.Response:
-        delay = self._backoff_s
-        last_problem = ""
         tries = (self._retries if retries is None else retries) + 1
-        for attempt in range(tries):
-            if attempt:
-                self._sleep(delay)
-                delay = min(delay * 2, self._max_backoff_s)
-            try:
-                response = self._http.request(method, path, **kwargs)
-            except httpx.TransportError as error:
-                last_problem = f"cannot reach the tracker: {error.__class__.__name__}: {error}"
-                continue
-            if response.status_code in RETRYABLE_STATUS:
-                last_problem = f"tracker answered {response.status_code}: {_detail(response)}"
-                continue
-            if response.status_code == 409:
-                raise LeaseLost(409, _detail(response))
-            if response.status_code >= 400:
-                raise TrackerError(response.status_code, _detail(response))
-            return response
-        raise TrackerUnavailable(0, f"{method} {path}: {last_problem} (after {tries} tries)")
+        retrying = Retrying(
+            stop=stop_after_attempt(tries),
+            wait=wait_exponential(multiplier=self._backoff_s, max=self._max_backoff_s),
+            retry=retry_if_exception_type(httpx.TransportError) | retry_if_result(_retryable),
+            sleep=self._sleep,
+            retry_error_callback=_last_outcome,
+        )
+        try:
+            response: httpx.Response = retrying(self._http.request, method, path, **kwargs)
+        except httpx.TransportError as error:
+            problem = f"cannot reach the tracker: {error.__class__.__name__}: {error}"
+            raise TrackerUnavailable(0, f"{method} {path}: {problem} (after {tries} tries)") from None
+        if _retryable(response):
+            problem = f"tracker answered {response.status_code}: {_detail(response)}"
+            raise TrackerUnavailable(0, f"{method} {path}: {problem} (after {tries} tries)")
+        if response.status_code == 409:
+            raise LeaseLost(409, _detail(response))
+        if response.status_code >= 400:
+            raise TrackerError(response.status_code, _detail(response))
+        return response
 
     @staticmethod
     def _json(response: httpx.Response) -> dict[str, Any]:
         data: dict[str, Any] = response.json()
         return data
+
+
+def _retryable(response: httpx.Response) -> bool:
+    return response.status_code in RETRYABLE_STATUS
+
+
+def _last_outcome(state: RetryCallState) -> Any:
+    """Out of tries: the last response, or the last transport error raised again."""
+    assert state.outcome is not None
+    return state.outcome.result()
 
 
 def _detail(response: httpx.Response) -> str:

@@ -19,6 +19,14 @@ from typing import Any
 
 import httpx
 import jwt
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from tracker.errors import ExternalServiceError
 from tracker.settings import Settings
@@ -203,27 +211,28 @@ class GithubClient:
     def _send(
         self, method: str, path: str, *, headers: dict[str, str], json: dict[str, Any] | None = None
     ) -> httpx.Response:
-        for attempt in range(1, self._attempts + 1):
-            try:
-                response = self._http.request(method, path, headers=headers, json=json)
-            except httpx.TransportError as error:
-                if attempt == self._attempts:
-                    raise GithubError(f"{method} {path}: {type(error).__name__}") from None
-                self._sleep(self._wait(attempt, None))
-                continue
-            if response.is_success:
-                return response
-            retry = _retryable(response)
-            if retry and attempt < self._attempts:
-                wait = self._wait(attempt, response)
+        def log_retry(state: RetryCallState) -> None:
+            response = _answer(state)
+            if response is not None and state.next_action is not None:
+                wait = state.next_action.sleep
                 logger.info("GitHub %s %s: %d, retrying in %.1f s", method, path, response.status_code, wait)
-                self._sleep(wait)
-                continue
-            message = self._redact(_message(response))
-            raise GithubError(
-                f"{method} {path}: {response.status_code} {message}", status=response.status_code
-            )
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type(httpx.TransportError) | retry_if_result(_retryable),
+            sleep=self._sleep,
+            before_sleep=log_retry,
+            retry_error_callback=_last_outcome,
+        )
+        try:
+            response: httpx.Response = retrying(self._http.request, method, path, headers=headers, json=json)
+        except httpx.TransportError as error:
+            raise GithubError(f"{method} {path}: {type(error).__name__}") from None
+        if response.is_success:
+            return response
+        message = self._redact(_message(response))
+        raise GithubError(f"{method} {path}: {response.status_code} {message}", status=response.status_code)
 
     def _redact(self, text: str) -> str:
         """``text`` without any credential this client holds (GitHub may quote what it was sent)."""
@@ -233,7 +242,9 @@ class GithubClient:
                 text = text.replace(secret, "[redacted]")
         return _BEARER.sub("Bearer [redacted]", text)
 
-    def _wait(self, attempt: int, response: httpx.Response | None) -> float:
+    def _wait(self, state: RetryCallState) -> float:
+        """What GitHub asked for (Retry-After, a rate limit's reset), else exponential backoff."""
+        response = _answer(state)
         if response is not None:
             retry_after = response.headers.get("Retry-After")
             if retry_after is not None and retry_after.isdigit():
@@ -241,8 +252,21 @@ class GithubClient:
             reset = response.headers.get("X-RateLimit-Reset")
             if response.headers.get("X-RateLimit-Remaining") == "0" and reset and reset.isdigit():
                 return min(max(float(reset) - self._clock().timestamp(), 0.0) + 1.0, _MAX_WAIT_S)
-        delay: float = self._backoff_s * 2.0 ** (attempt - 1)
-        return min(delay, _MAX_WAIT_S)
+        return wait_exponential(multiplier=self._backoff_s, max=_MAX_WAIT_S)(state)
+
+
+def _answer(state: RetryCallState) -> httpx.Response | None:
+    """The response the attempt just made got (``None``: it got no answer)."""
+    if state.outcome is None or state.outcome.failed:
+        return None
+    response: httpx.Response = state.outcome.result()
+    return response
+
+
+def _last_outcome(state: RetryCallState) -> Any:
+    """Out of attempts: the last response, or the last transport error raised again."""
+    assert state.outcome is not None
+    return state.outcome.result()
 
 
 def _setup_error(error: GithubError, not_found: str) -> GithubError:
