@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import socket
 from pathlib import Path
@@ -10,84 +9,15 @@ from types import FrameType
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
-from runners.agent import Agent, AgentConfig, JobEvents
+from runners.agent import Agent, AgentConfig
 from runners.candidates import CandidateBuilder
 from runners.client import TrackerClient, TrackerError
 from runners.jobenv import JobEnvironment
-from runners.jobspec import JobSpec
+from runners.progress import JobProgress
 from runners.workloads.registry import default_workloads
 from tracker.logs import configure_from_settings
 from web.cli.common import fail, settings
-
-# tqdm's "12/50 [" as sglang (and the toy) print it, to follow the denoise loop.
-_TQDM = re.compile(r"(\d+)/(\d+) \[")
-
-
-class RunnerProgress:
-    """A rich progress line per job: phase, then the denoise steps as the benchmark prints them."""
-
-    def __init__(self, console: Console) -> None:
-        self.progress = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        )
-        self._task: TaskID | None = None
-        self._label = ""
-
-    def events(self) -> JobEvents:
-        """Callbacks for the agent."""
-        return JobEvents(on_job=self.job, on_phase=self.phase, on_output=self.output, on_done=self.done)
-
-    def job(self, job: JobSpec) -> None:
-        label = f"job {job.job_id} #{job.attempt} {job.case.slug} @ {job.candidate.base_sha[:7]}"
-        if job.candidate.patches:
-            label += " + " + ", ".join(
-                patch.rsplit("/", 2)[-2] if "pull" in patch else patch[:7] for patch in job.candidate.patches
-            )
-        self._label = label
-        self._task = self.progress.add_task(label, total=None)
-
-    def phase(self, job: JobSpec, phase: str) -> None:
-        if self._task is not None:
-            self.progress.update(self._task, description=f"{self._label} · {phase}")
-
-    def output(self, line: str) -> None:
-        match = _TQDM.search(line)
-        if match and self._task is not None:
-            self.progress.update(self._task, completed=int(match.group(1)), total=int(match.group(2)))
-
-    def done(self, job: JobSpec, payload: dict[str, object]) -> None:
-        if self._task is None:
-            return
-        status = payload.get("status")
-        value = payload.get("denoise_step_mean_ms")
-        steps = payload.get("step_times_ms")
-        if isinstance(steps, list) and steps:
-            ordered = sorted(float(step) for step in steps)
-            value = ordered[len(ordered) // 2]
-        outcome = (
-            f"{value:.2f} ms/step"
-            if status == "ok" and isinstance(value, float)
-            else f"failed: {payload.get('failure_reason')}"
-        )
-        self.progress.update(self._task, description=f"{self._label} · {outcome}")
-        self.progress.stop_task(self._task)
-        self._task = None
 
 
 def runner(
@@ -145,7 +75,7 @@ def runner(
         fail(f"--env-allow: {error}")
     configure_from_settings(config, extra_secrets=[secret])
     console = Console()
-    display = RunnerProgress(console)
+    display = JobProgress(console)
     workdir.mkdir(parents=True, exist_ok=True)
     client = TrackerClient(server, secret, timeout_s=config.http_timeout_s)
     agent = Agent(
