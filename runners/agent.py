@@ -48,7 +48,6 @@ class AgentConfig:
     labels: dict[str, str] = field(default_factory=dict)
     poll_interval_s: float = 10.0
     max_log_bytes: int = 8 * 1024 * 1024
-    upload_backoff_s: float = 5.0
     # CPU runners: before a benchmark starts, wait up to this long for other processes to leave
     # the CPUs (0: start at once; GPU hosts share their CPUs between runners by design).
     quiet_wait_s: float = 0.0

@@ -51,11 +51,6 @@ class CommitView:
     alerts_first_bad: list[Alert]
     alerts_culprit: list[Alert]
 
-    @property
-    def result_count(self) -> int:
-        """Runs at this commit, plain and stacked."""
-        return len(self.plain) + len(self.stacked)
-
 
 def commit_view(*, session: Session, commit: Commit) -> CommitView:
     """Every run whose candidate's base is ``commit`` and the alerts that blame or start at it."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from dataclasses import dataclass, replace
 
 from sqlalchemy import select
@@ -255,8 +254,3 @@ def _fill_step_summary(run: Run, result: MeasurementIn) -> None:
     run.denoise_step_basis = "mean"
     run.denoise_step_count = result.denoise_step_count
     run.denoise_step_mean_ms = result.denoise_step_mean_ms
-
-
-def log_digest(text: str) -> str:
-    """Short SHA-256 of a log, used to build import idempotency keys."""
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]

@@ -221,14 +221,6 @@ def _check_runner_role(token: ApiToken) -> None:
         raise Forbidden("an admin token does not act as a runner; use the runner's own runner token")
 
 
-def get_runner(*, session: Session, name: str) -> Runner:
-    """A registered runner by name."""
-    runner = session.scalar(select(Runner).where(Runner.name == name))
-    if runner is None:
-        raise NotFound(f"no runner named {name!r}; register it first")
-    return runner
-
-
 def expire_leases(*, session: Session, now: dt.datetime | None = None) -> list[Job]:
     """Put jobs whose lease ran out back in the queue, or fail them after their last attempt."""
     now = now or utcnow()

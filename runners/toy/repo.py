@@ -86,10 +86,6 @@ class ToyRepository:
             raise KeyError(f"no single main commit matches {key!r}")
         return matches[0]
 
-    def of_kind(self, kind: ChangeKind) -> tuple[ToyCommit, ...]:
-        """Main commits of one kind, oldest first."""
-        return tuple(c for c in self.commits if c.kind is kind)
-
     def pull_request(self, number: int) -> ToyPullRequest:
         """An open pull request by number."""
         for pull_request in self.pull_requests:

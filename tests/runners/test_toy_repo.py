@@ -57,8 +57,8 @@ def test_both_regressions_are_on_main_before_either_fix_lands(toy: ToyRepository
     # A pull-request comparison based on the commit before the first fix lands sees both
     # regressions in its base: #101 then improves the compile case, #101 and #102 the offload case.
     position = {c.sha: index for index, c in enumerate(toy.commits)}
-    regressions = [position[c.sha] for c in toy.of_kind(ChangeKind.REGRESSION)]
-    fixes = [position[c.sha] for c in toy.of_kind(ChangeKind.FIX)]
+    regressions = [position[c.sha] for c in toy.commits if c.kind is ChangeKind.REGRESSION]
+    fixes = [position[c.sha] for c in toy.commits if c.kind is ChangeKind.FIX]
     assert max(regressions) < min(fixes)
     assert [toy.commits[i].source for i in fixes] == ["12-custom-op-layernorm", "13-dynamo-reset"]
     base = toy.commits[min(fixes) - 1]

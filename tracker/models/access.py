@@ -28,11 +28,6 @@ class ApiToken(Base):
     last_used_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
-    @property
-    def is_active(self) -> bool:
-        """Whether the token can still authenticate."""
-        return self.revoked_at is None
-
 
 class Runner(Base):
     """A runner agent on a GPU host, as it last advertised itself.
