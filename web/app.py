@@ -16,13 +16,10 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db
-from tracker.catalog import sync_suites
-from tracker.errors import PerftrackError
+from tracker.bootstrap import prepare_database
 from tracker.models import utcnow
 from tracker.scheduling.service import SchedulerService
 from tracker.settings import Settings, get_settings
-from tracker.suites import load_suites
-from tracker.tokens import ensure_bootstrap_admin
 from web.api.main import api_router
 from web.auth import WebSessionMiddleware
 from web.errors import install_error_handlers
@@ -37,8 +34,6 @@ from web.vendor import router as vendor_router
 
 logger = logging.getLogger("perftrack.web")
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-# "ptprepar" as a big-endian 64-bit integer, minus the sign bit: start-up's suite sync lock.
-PREPARE_LOCK_KEY = int.from_bytes(b"ptprepar", "big") & 0x7FFF_FFFF_FFFF_FFFF
 
 
 def perftrack_version() -> str:
@@ -47,33 +42,6 @@ def perftrack_version() -> str:
         return version("perftrack")
     except PackageNotFoundError:  # running from a source tree without installing
         return "0+unknown"
-
-
-def prepare_database(settings: Settings, engine: Engine) -> None:
-    """Bring the schema to head (SQLite only), refuse a stale PostgreSQL, sync suites, bootstrap."""
-    head = db.head_revision()
-    if settings.is_sqlite:
-        if db.current_revision(engine) != head:
-            db.upgrade(settings.effective_database_url)
-    elif db.current_revision(engine) != head:
-        raise PerftrackError(
-            f"database schema is at {db.current_revision(engine)}, this perftrack needs {head}: "
-            "run `perftrack db upgrade` first"
-        )
-    sessions = db.make_session_factory(engine)
-    with db.session_scope(sessions) as session:
-        if engine.dialect.name == "postgresql":
-            # Servers starting together would insert the same new cases at once: one at a time
-            # (SQLite's writer lock already does this).
-            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PREPARE_LOCK_KEY})
-        if settings.suite_dir.is_dir():
-            report = sync_suites(session=session, suites=load_suites(settings.suite_dir))
-            if report.created or report.new_versions:
-                logger.info(
-                    "suites: %d new cases, %d new versions", len(report.created), len(report.new_versions)
-                )
-        if settings.admin_token is not None:
-            ensure_bootstrap_admin(session=session, secret=settings.admin_token.get_secret_value())
 
 
 def create_app(

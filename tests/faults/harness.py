@@ -168,7 +168,7 @@ class Tracker:
         self.starts += 1
         log = open(self.root / f"tracker-{self.starts}.log", "wb")  # noqa: SIM115 - the child keeps it
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "web.cli", "serve", "--port", str(self.port)],
+            [sys.executable, "-m", "perftrack.cli", "serve", "--port", str(self.port)],
             env=self.env(),
             cwd=ROOT,
             stdout=log,
@@ -309,7 +309,7 @@ class Runner:
         argv = [
             sys.executable,
             "-m",
-            "web.cli",
+            "perftrack.cli",
             "runner",
             "--server",
             self.tracker.url,

@@ -203,7 +203,7 @@ def start_runner(live: Tracker, workdir: Path, name: str, scenario: str) -> subp
         [
             sys.executable,
             "-m",
-            "web.cli",
+            "perftrack.cli",
             "runner",
             "--server",
             live.url,

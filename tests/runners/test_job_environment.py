@@ -90,7 +90,7 @@ def test_builds_and_benchmarks_see_the_allow_list_and_no_secret(
         [
             sys.executable,
             "-m",
-            "web.cli",
+            "perftrack.cli",
             "runner",
             "--server",
             live.url,

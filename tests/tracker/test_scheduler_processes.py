@@ -137,7 +137,7 @@ def servers(
             log = (tmp_path / f"server-{index}.log").open("wb")
             logs.append(log)
             process = subprocess.Popen(
-                [sys.executable, "-m", "web.cli", "serve", "--port", str(port)],
+                [sys.executable, "-m", "perftrack.cli", "serve", "--port", str(port)],
                 cwd=ROOT,
                 env=env,
                 stdout=log,

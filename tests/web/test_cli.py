@@ -10,11 +10,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from perftrack.cli import app
 from tests.conftest import ROOT, SUITES
 from tests.live import live_server
 from tracker import db
 from tracker.settings import Settings, get_settings
-from web.cli import app
 
 EXAMPLES = ROOT / "tests" / "data" / "sglang"
 REGRESSION = [

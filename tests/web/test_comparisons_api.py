@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from rich.console import Console
 from typer.testing import CliRunner
 
+from perftrack.cli import app
+from perftrack.cli.compare_cmd import run_compare
 from tracker.settings import get_settings
-from web.cli import app
-from web.cli.compare_cmd import run_compare
 
 CASE = "qwen-image-t2i-1024"
 COMPARE: dict[str, Any] = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from perftrack.demo.scorecard import score
 from runners.toy import ChangeKind, ToyCommit
-from web.demo_scorecard import score
 
 COMPILE = ("enable-torch-compile", "warmup")
 OFFLOAD = (*COMPILE, "offload-during-compile")

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
+from perftrack.cli import app as cli_app
 from tests.conftest import SUITES
 from tests.factories import regression_payloads
 from tracker import db
@@ -23,7 +24,6 @@ from tracker.scheduling.nightly import fire_nightly
 from tracker.settings import Settings, get_settings
 from tracker.suites import ResolvedSchedule
 from web.app import create_app
-from web.cli import app as cli_app
 
 HEAD = "c0ffee" + "0" * 34
 EARLIER = dt.datetime(2026, 1, 1, 18, 0, tzinfo=dt.UTC)

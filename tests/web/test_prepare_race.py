@@ -10,9 +10,9 @@ from sqlalchemy import Engine, func, select, text
 
 from tests.conftest import SUITES
 from tracker import db
+from tracker.bootstrap import prepare_database
 from tracker.models import Case
 from tracker.settings import Settings
-from web.app import prepare_database
 
 
 def test_servers_starting_together_sync_the_suites_once(scratch_db_url: str) -> None:

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from typer.testing import CliRunner
 
+from perftrack.cli import app
 from tests.conftest import SUITES
 from tests.factories import result_body
 from tests.web.test_cli import cli_env
@@ -19,7 +20,6 @@ from tracker.models import ApiToken, TokenRole
 from tracker.settings import Settings
 from tracker.tokens import authenticate
 from web.app import create_app
-from web.cli import app
 
 runner = CliRunner()
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from web.cli.common import console, fail, settings
+from perftrack.cli.common import console, fail, settings
 
 
 def demo(
@@ -18,7 +18,7 @@ def demo(
     exit_after: bool = typer.Option(False, "--exit", help="Stop after the summary instead of serving."),
 ) -> None:
     """Build the toy repository, run its history and a PR candidate on a CPU runner, print what changed."""
-    from web.demo import run_demo  # torch and the toy only load when the demo runs
+    from perftrack.demo.run import run_demo  # torch and the toy only load when the demo runs
 
     try:
         code = run_demo(

@@ -10,6 +10,7 @@ from types import FrameType
 import typer
 from rich.console import Console
 
+from perftrack.cli.common import fail, settings
 from runners.agent import Agent, AgentConfig
 from runners.candidates import CandidateBuilder
 from runners.client import TrackerClient, TrackerError
@@ -17,7 +18,6 @@ from runners.jobenv import JobEnvironment
 from runners.progress import JobProgress
 from runners.workloads.registry import default_workloads
 from tracker.logs import configure_from_settings
-from web.cli.common import fail, settings
 
 
 def runner(

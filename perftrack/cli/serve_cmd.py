@@ -6,8 +6,8 @@ import typer
 import uvicorn
 from fastapi import FastAPI
 
+from perftrack.cli.common import console, settings
 from tracker.logs import configure_from_settings
-from web.cli.common import console, settings
 
 
 def serve(
@@ -26,7 +26,7 @@ def serve(
     configure_from_settings(config)
     # log_config=None: uvicorn keeps out of logging; each worker configures it in served_app().
     uvicorn.run(
-        "web.cli.serve_cmd:served_app",
+        "perftrack.cli.serve_cmd:served_app",
         host=host,
         port=port,
         workers=workers,

@@ -6,11 +6,12 @@ import threading
 
 import typer
 
+from perftrack.cli.common import console, fail, settings
 from tracker import db
+from tracker.bootstrap import prepare_database
 from tracker.errors import PerftrackError
 from tracker.logs import configure_from_settings
 from tracker.scheduling.service import SchedulerService
-from web.cli.common import console, fail, settings
 
 
 def scheduler(
@@ -23,8 +24,6 @@ def scheduler(
     configure_from_settings(config)
     engine = db.make_engine(config.effective_database_url)
     try:
-        from web.app import prepare_database
-
         prepare_database(config, engine)
         service = SchedulerService.from_settings(config, engine)
         if once:

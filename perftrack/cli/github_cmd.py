@@ -7,11 +7,11 @@ import typer
 from rich.table import Table
 from sqlalchemy import select
 
+from perftrack.cli.common import console, database_session, fail, settings
 from tracker.errors import PerftrackError
 from tracker.github import outbox
 from tracker.github.inbox import requeue
 from tracker.models import DeliveryState, GithubDelivery, GithubOutbox
-from web.cli.common import console, database_session, fail, settings
 
 app = typer.Typer(
     help="The PR bot: its deliveries (and running failed ones again), its outbox (list, flush, retry).",

@@ -36,6 +36,15 @@ from rich.console import Console
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from perftrack.demo.report import (
+    print_alerts,
+    print_calibrations,
+    print_comparison,
+    print_scorecard,
+    print_series,
+)
+from perftrack.demo.runner import HARDWARE, RUNNER_NAME, DemoRunner
+from perftrack.demo.scorecard import score
 from runners.gitmeta import commit_info
 from runners.toy import ToyRepository, create_toy_repository
 from tracker import db
@@ -48,15 +57,6 @@ from tracker.settings import Settings
 from tracker.tokens import create_token
 from tracker.vcs import ensure_candidate, upsert_commit
 from web.app import create_app
-from web.demo_report import (
-    print_alerts,
-    print_calibrations,
-    print_comparison,
-    print_scorecard,
-    print_series,
-)
-from web.demo_runner import HARDWARE, RUNNER_NAME, DemoRunner
-from web.demo_scorecard import score
 
 TOY_SUITE = Path(__file__).resolve().parent.parent / "runners" / "toy" / "toy-suite.toml"
 # Nightly runs skip the scripted regressions' commits (04-fused-layernorm, 10-offload-during-

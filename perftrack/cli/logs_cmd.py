@@ -11,13 +11,13 @@ import httpx
 import typer
 from pydantic import ValidationError
 
+from perftrack.cli.common import console, database_session, fail, settings
 from runners.parsing import ParsedRun, ParseError, parse_run
 from runners.payload import CommitInfo, import_key, parsed_as_json, result_payload
 from tracker.errors import PerftrackError
 from tracker.history import GitHistory
 from tracker.ingest import IngestLimits, ingest_result
 from tracker.schemas import ResultIn, validation_message
-from web.cli.common import console, database_session, fail, settings
 
 LOG_ARG = typer.Argument(
     ..., help="An `sglang generate` log (stdout and stderr).", exists=True, dir_okay=False

@@ -11,6 +11,7 @@ from rich.console import Console
 from sqlalchemy.orm import Session
 
 from tracker import db
+from tracker.bootstrap import prepare_database
 from tracker.errors import PerftrackError
 from tracker.settings import Settings, get_settings
 
@@ -43,8 +44,6 @@ def database_session(prepare: bool = True) -> Iterator[Session]:
     engine = db.make_engine(config.effective_database_url)
     try:
         if prepare:
-            from web.app import prepare_database
-
             prepare_database(config, engine)
         with db.session_scope(db.make_session_factory(engine)) as session:
             yield session

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from perftrack.cli.common import console, fail, settings
 from tracker import db
-from web.cli.common import console, fail, settings
 
 app = typer.Typer(help="Migrate the database schema (the only way it changes).", no_args_is_help=True)
 

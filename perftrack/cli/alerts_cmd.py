@@ -5,10 +5,10 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from perftrack.cli.common import console, database_session, settings
 from tracker.history import GitHistory
 from tracker.models import Alert, utcnow
 from tracker.triage import alert_state, list_alerts, sweep
-from web.cli.common import console, database_session, settings
 
 app = typer.Typer(
     help="Changes found on the series: list them, or sweep every series now.", no_args_is_help=True

@@ -9,6 +9,9 @@ from rich.table import Table
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from perftrack.cli.alerts_cmd import alerts_table
+from perftrack.cli.compare_cmd import comparison_table
+from perftrack.demo.scorecard import Scorecard
 from runners.toy import ToyCommit, ToyRepository
 from tracker.alerts import series_threshold
 from tracker.calibration import list_calibrations
@@ -16,9 +19,6 @@ from tracker.catalog import get_hardware_kind
 from tracker.models import Alert, Case, Run
 from tracker.queries import series
 from tracker.triage import SUSPECT_CONFIRMATIONS
-from web.cli.alerts_cmd import alerts_table
-from web.cli.compare_cmd import comparison_table
-from web.demo_scorecard import Scorecard
 
 HARDWARE = "cpu"
 

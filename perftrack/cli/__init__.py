@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from web.cli import (
+from perftrack.cli import (
     alerts_cmd,
     compare_cmd,
     db_cmd,

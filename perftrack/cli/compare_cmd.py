@@ -20,8 +20,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from perftrack.cli.common import console, fail, settings
 from tracker.models.enums import FINISHED_COMPARISON_STATES, FINISHED_JOB_STATES
-from web.cli.common import console, fail, settings
 
 _VERDICT_STYLE = {
     "regression": "bold red",

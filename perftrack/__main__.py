@@ -1,0 +1,5 @@
+"""``python -m perftrack`` runs the perftrack command line."""
+
+from perftrack.cli import main
+
+main()

@@ -1,0 +1,5 @@
+"""``python -m perftrack.cli`` runs the perftrack CLI."""
+
+from perftrack.cli import main
+
+main()
