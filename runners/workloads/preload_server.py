@@ -280,10 +280,10 @@ def _exit_status(code: object) -> int:
 
 def _finish() -> None:
     """What interpreter shutdown does that a program can see: threads, atexit, flushed streams."""
-    main = threading.main_thread()
-    for thread in threading.enumerate():
-        if thread is not main and not thread.daemon:
-            thread.join()
+    # Python's own first step: the threading atexit hooks (an executor never shut down stops its
+    # workers there), then every non-daemon thread joined. Joining by hand would wait for ever on
+    # such a pool's idle workers.
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

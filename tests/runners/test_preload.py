@@ -67,6 +67,10 @@ def main():
         atexit.register(lambda: print("atexit ran", flush=True))
         late = threading.Thread(target=lambda: (time.sleep(0.3), print("thread done", flush=True)))
         late.start()
+        # An executor never shut down (torch's compile workers): Python stops it at exit.
+        from concurrent.futures import ThreadPoolExecutor
+        globals()["POOL"] = ThreadPoolExecutor(2)  # kept alive until the interpreter ends
+        POOL.submit(print, "pool ran", flush=True)
         libc = ctypes.CDLL(None)
         libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 0, 65536)  # fully buffered
         libc.printf(b"from C\\n")
@@ -199,7 +203,7 @@ def test_a_run_ends_as_python_ends_it(launcher: PreloadLauncher, tree: Path, cod
     assert forked.launch["mode"] == FORKED_MODE
     assert forked.exit_code == fresh.exit_code == code
     assert sorted(forked_lines) == sorted(fresh_lines)
-    assert {"thread done", "atexit ran", "from C", "left in the buffer"} <= set(forked_lines)
+    assert {"thread done", "pool ran", "atexit ran", "from C", "left in the buffer"} <= set(forked_lines)
 
 
 def test_a_timeout_kills_the_whole_process_group(launcher: PreloadLauncher, tree: Path) -> None:
