@@ -46,7 +46,7 @@ from perftrack.demo.report import (
 from perftrack.demo.runner import HARDWARE, RUNNER_NAME, DemoRunner
 from perftrack.demo.scorecard import score
 from runners.gitmeta import commit_info
-from runners.toy import ToyRepository, create_toy_repository
+from runners.toy import SUITE_TEMPLATE, ToyRepository, create_toy_repository
 from tracker import db
 from tracker.catalog import list_current_cases
 from tracker.comparisons import create_calibration, create_comparison
@@ -58,7 +58,6 @@ from tracker.tokens import create_token
 from tracker.vcs import ensure_candidate, upsert_commit
 from web.app import create_app
 
-TOY_SUITE = Path(__file__).resolve().parent.parent / "runners" / "toy" / "toy-suite.toml"
 # Nightly runs skip the scripted regressions' commits (04-fused-layernorm, 10-offload-during-
 # compile) and the neutral 05, so the tracker has to bisect to find them; the neutral first
 # follow-up (02) and the release after the last fix (14) are skipped too, as a busy fleet skips
@@ -109,7 +108,7 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
         f"toy repository: {len(toy.commits)} commits on main, {len(toy.pull_requests)} open pull requests"
     )
     paths.suites.mkdir(parents=True)
-    (paths.suites / "toy.toml").write_text(TOY_SUITE.read_text().replace("{toy_repo}", str(paths.repo)))
+    (paths.suites / "toy.toml").write_text(SUITE_TEMPLATE.read_text().replace("{toy_repo}", str(paths.repo)))
     settings = Settings(
         database_url=f"sqlite:///{paths.database}",
         data_dir=paths.root,
@@ -207,7 +206,7 @@ def _serve(settings: Settings, host: str, port: int) -> Iterator[str]:
 def _toy_cases(session: Session) -> list[Case]:
     cases = [case for case in list_current_cases(session=session) if case.workload.value == "toy"]
     if not cases or cases[0].repository is None:
-        raise RuntimeError(f"the toy suite {TOY_SUITE} defines no toy case with a repository")
+        raise RuntimeError(f"the toy suite {SUITE_TEMPLATE} defines no toy case with a repository")
     return cases
 
 

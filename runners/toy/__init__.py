@@ -6,6 +6,8 @@ only inside that repository, never in perftrack's import graph.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from runners.toy.history import ChangeKind
 from runners.toy.repo import (
     ToyCommit,
@@ -15,7 +17,11 @@ from runners.toy.repo import (
     create_toy_repository,
 )
 
+# The suite measuring the toy repository; ``{toy_repo}`` stands for where it was written.
+SUITE_TEMPLATE = Path(__file__).resolve().parent / "toy-suite.toml"
+
 __all__ = [
+    "SUITE_TEMPLATE",
     "ChangeKind",
     "ToyCommit",
     "ToyPullRequest",

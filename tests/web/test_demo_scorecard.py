@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perftrack.demo.scorecard import score
-from runners.toy import ChangeKind, ToyCommit
+from runners.toy import SUITE_TEMPLATE, ChangeKind, ToyCommit
 
 COMPILE = ("enable-torch-compile", "warmup")
 OFFLOAD = (*COMPILE, "offload-during-compile")
@@ -116,3 +116,9 @@ def test_a_change_small_by_design_in_a_case_is_optional_there() -> None:
     # Where it is expected, no alert is a miss.
     missed = score(history, CASES, alerts)
     assert [(item.case, item.commit.sha[0]) for item in missed.missed] == [("compile", "6")]
+
+
+def test_the_demo_finds_the_toy_suite_it_writes() -> None:
+    # The demo runs outside the test suite (minutes); its one file path is checked here.
+    assert SUITE_TEMPLATE.is_file()
+    assert "{toy_repo}" in SUITE_TEMPLATE.read_text()
