@@ -9,7 +9,6 @@ benchmark is stopped and the job handed back to the queue.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -21,17 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from runners.candidates import BuiltCandidate, CandidateBuilder, CandidateBuildError
 from runners.client import LeaseLost, TrackerClient, TrackerError, TrackerUnavailable
 from runners.gitmeta import commit_info
 from runners.jobspec import JobSpec
 from runners.parsing import ParsedRun, ParseError, RunStatus, parse_run
 from runners.parsing.served import summarize_served
-from runners.payload import commit_body, measurement_body
+from runners.payload import CommitInfo, as_body, job_result
 from runners.spool import Spool
 from runners.workloads.base import Workload, WorkloadContext, WorkloadResult
 from runners.workloads.preload import PreloadLauncher
 from runners.workloads.quiet import QuietWait, wait_for_quiet
+from wire import validation_message
 
 logger = logging.getLogger("perftrack.runner")
 AGENT_VERSION = "0.1.0"
@@ -222,7 +224,7 @@ class Agent:
                         "quiet": waited.quiet,
                     }
                 commit = commit_info(built.path, job.candidate.base_sha, env=self.builder.base_env)
-            return self._payload(job, result, built, commit_body(commit) if commit else None)
+            return self._payload(job, result, built, commit)
         except CandidateBuildError as error:
             return self._failure(job, f"candidate build failed: {error}", log=str(error))
         except Exception as error:  # the agent survives anything one job does
@@ -275,40 +277,17 @@ class Agent:
             self._pgid_file.unlink(missing_ok=True)
 
     def _payload(
-        self, job: JobSpec, result: WorkloadResult, built: BuiltCandidate, commit: dict[str, Any] | None
+        self, job: JobSpec, result: WorkloadResult, built: BuiltCandidate, commit: CommitInfo | None
     ) -> dict[str, Any]:
         parsed = self._parse(job, result)
-        perf_dump = _json_object(result.perf_dump_text)
-        body = measurement_body(
-            parsed,
-            raw_log=result.log_text,
-            perf_dump=perf_dump,
-            command=result.command,
-            environment=result.environment,
-        )
-        body.update(
-            {
-                "attempt": job.attempt,
-                "log_truncated": result.log_truncated,
-                "compile": {
-                    "graph_breaks": result.compile.graph_breaks,
-                    "recompiles": result.compile.recompiles,
-                    "unique_graphs": result.compile.unique_graphs,
-                    "frames_compiled": result.compile.frames_compiled,
-                },
-                "request_latencies_ms": [value for value in result.request_latencies_ms if value > 0],
-                "build": {
-                    "head_sha": built.head_sha,
-                    "tree_sha": built.tree_sha,
-                    "patches_applied": list(built.patches_applied),
-                    "patches_already_in": list(built.patches_already_in),
-                    "build_reused": built.build_reused,
-                },
-            }
-        )
-        if commit is not None:
-            body["commit"] = commit
-        return body
+        try:
+            upload = job_result(parsed, attempt=job.attempt, workload=result, built=built, commit=commit)
+        except ValidationError as error:
+            # The tracker would refuse it (422) and the attempt would wait out its lease: a failed
+            # run that says why, with its log, is what the tracker can store instead.
+            reason = f"the result does not fit the upload format: {validation_message(error)}"
+            return self._failure(job, reason, log=result.log_text)
+        return as_body(upload)
 
     def _parse(self, job: JobSpec, result: WorkloadResult) -> ParsedRun:
         """The measurement, or a failure that says what went wrong (never a number from a failed run)."""
@@ -324,9 +303,8 @@ class Agent:
             return ParsedRun(status=RunStatus.FAILED, failure_reason=f"unreadable output: {error}")
 
     def _failure(self, job: JobSpec, reason: str, log: str) -> dict[str, Any]:
-        body = measurement_body(ParsedRun(status=RunStatus.FAILED, failure_reason=reason[:4000]), raw_log=log)
-        body["attempt"] = job.attempt
-        return body
+        failed = ParsedRun(status=RunStatus.FAILED, failure_reason=reason)
+        return as_body(job_result(failed, attempt=job.attempt, raw_log=log))
 
     def _heartbeat(self, job: JobSpec, lease_lost: threading.Event, finished: threading.Event) -> None:
         interval = max(1.0, job.lease_seconds / 3)
@@ -380,13 +358,3 @@ class Agent:
     def _phase(self, job: JobSpec, phase: str) -> None:
         if self.events.on_phase:
             self.events.on_phase(job, phase)
-
-
-def _json_object(text: str | None) -> dict[str, Any] | None:
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

@@ -2,7 +2,8 @@
 
 Connection errors, timeouts, 429 and 5xx answers are retried with exponential backoff; a 409
 means the attempt lost its lease (:class:`LeaseLost`); any other 4xx is a :class:`TrackerError`
-carrying the tracker's message, never retried.
+carrying the tracker's message, never retried. Bodies are built from, and claims read as, the
+classes of :mod:`wire`; one that does not fit them is an :class:`InvalidMessage`, never sent.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from pydantic import BaseModel, ValidationError
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -22,6 +24,7 @@ from tenacity import (
 )
 
 from runners.jobspec import JobSpec
+from wire import AttemptIn, RunnerIn, validation_message
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -41,6 +44,14 @@ class LeaseLost(TrackerError):
 
 class TrackerUnavailable(TrackerError):
     """The tracker could not be reached (or kept failing) after every retry."""
+
+
+class InvalidMessage(TrackerError):
+    """A body this runner would send, or a claim answer it got, does not fit the wire format.
+
+    ``status`` is 0 for a body refused before sending (the tracker would answer 422 with the same
+    message), else the status of the answer that could not be read.
+    """
 
 
 class TrackerClient:
@@ -77,14 +88,15 @@ class TrackerClient:
         self, *, name: str, hardware: str, gpu_count: int, labels: dict[str, str], version: str, host: str
     ) -> dict[str, Any]:
         """Register this runner (or update what it advertises)."""
-        body = {
-            "name": name,
-            "hardware": hardware,
-            "gpu_count": gpu_count,
-            "labels": labels,
-            "version": version,
-            "host": host,
-        }
+        body = _body(
+            RunnerIn,
+            name=name,
+            hardware=hardware,
+            gpu_count=gpu_count,
+            labels=labels,
+            version=version,
+            host=host,
+        )
         return self._json(self._request("POST", "/runners", json=body))
 
     def claim(self, runner: str) -> JobSpec | None:
@@ -92,7 +104,13 @@ class TrackerClient:
         response = self._request("POST", f"/runners/{runner}/claim")
         if response.status_code == 204:
             return None
-        return JobSpec.from_json(self._json(response))
+        try:
+            return JobSpec.from_json(response.json())
+        except ValueError as error:  # not JSON, or (a ValidationError) JSON that is no job spec
+            problem = validation_message(error) if isinstance(error, ValidationError) else str(error)
+            raise InvalidMessage(
+                response.status_code, f"the claim answer is no job spec: {problem}"
+            ) from error
 
     def heartbeat(self, *, runner: str, job_id: int, attempt: int) -> None:
         """Extend the lease; :class:`LeaseLost` when it is gone.
@@ -104,7 +122,7 @@ class TrackerClient:
             "POST",
             f"/jobs/{job_id}/heartbeat",
             params={"runner": runner},
-            json={"attempt": attempt},
+            json=_body(AttemptIn, attempt=attempt),
             retries=0,
         )
 
@@ -120,7 +138,7 @@ class TrackerClient:
             "POST",
             f"/jobs/{job_id}/release",
             params={"runner": runner},
-            json={"attempt": attempt, "reason": reason},
+            json=_body(AttemptIn, attempt=attempt, reason=reason),
         )
 
     def _request(
@@ -170,3 +188,11 @@ def _detail(response: httpx.Response) -> str:
     except ValueError:
         detail = None
     return str(detail) if detail else response.text[:500]
+
+
+def _body(shape: type[BaseModel], **fields: Any) -> dict[str, Any]:
+    """``fields`` as ``shape`` validates and dumps them; :class:`InvalidMessage` if they do not fit."""
+    try:
+        return shape(**fields).model_dump(mode="json", exclude_none=True)
+    except ValidationError as error:
+        raise InvalidMessage(0, validation_message(error)) from error

@@ -1,13 +1,16 @@
-"""What a runner receives when it claims a job: plain dataclasses built from the claim's JSON.
+"""What a runner receives when it claims a job: plain dataclasses built from the claim's answer.
 
-The tracker sends everything a runner needs to build the candidate and run the case, so a runner
-needs no database and no suite files of its own.
+The answer is read as :class:`wire.JobSpecOut`, the shape the tracker sends; it holds everything a
+runner needs to build the candidate and run the case, so a runner needs no database and no suite
+files of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from wire import JobSpecOut
 
 
 @dataclass(frozen=True)
@@ -76,33 +79,43 @@ class JobSpec:
     lease_seconds: int = 300
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> JobSpec:
-        """Build from the tracker's claim answer."""
-        candidate = data["candidate"]
-        case = data["case"]
+    def from_json(cls, data: Any) -> JobSpec:
+        """Build from the tracker's claim answer; ``pydantic.ValidationError`` if it is not a job spec."""
+        return cls.from_wire(JobSpecOut.model_validate(data))
+
+    @classmethod
+    def from_wire(cls, spec: JobSpecOut) -> JobSpec:
+        """Build from a validated claim answer."""
+        case = spec.case
         return cls(
-            job_id=int(data["job_id"]),
-            attempt=int(data["attempt"]),
-            reason=str(data["reason"]),
-            hardware=str(data["hardware"]),
-            lease_seconds=int(data.get("lease_seconds", 300)),
-            repository=RepositorySpec(**data["repository"]),
+            job_id=spec.job_id,
+            attempt=spec.attempt,
+            reason=spec.reason,
+            hardware=spec.hardware,
+            lease_seconds=spec.lease_seconds,
+            repository=RepositorySpec(
+                name=spec.repository.name,
+                url=spec.repository.url,
+                default_branch=spec.repository.default_branch,
+            ),
             candidate=CandidateSpec(
-                base_sha=str(candidate["base_sha"]),
-                patches=tuple(candidate.get("patches", ())),
-                carried=tuple(CarriedPatch(**patch) for patch in candidate.get("carried", ())),
+                base_sha=spec.candidate.base_sha,
+                patches=tuple(spec.candidate.patches),
+                carried=tuple(
+                    CarriedPatch(ref=patch.ref, reason=patch.reason) for patch in spec.candidate.carried
+                ),
             ),
             case=CaseSpec(
-                slug=case["slug"],
-                version=int(case["version"]),
-                model=case["model"],
-                task=case["task"],
-                workload=case["workload"],
-                mode=case["mode"],
-                num_gpus=int(case["num_gpus"]),
-                requests=int(case["requests"]),
-                timeout_s=int(case["timeout_s"]),
-                params=dict(case.get("params", {})),
-                flags=dict(case.get("flags", {})),
+                slug=case.slug,
+                version=case.version,
+                model=case.model,
+                task=case.task,
+                workload=case.workload,
+                mode=case.mode,
+                num_gpus=case.num_gpus,
+                requests=case.requests,
+                timeout_s=case.timeout_s,
+                params=dict(case.params),
+                flags=dict(case.flags),
             ),
         )

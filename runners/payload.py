@@ -1,16 +1,24 @@
-"""Turn a parsed run into the JSON body of ``POST /api/v1/results``.
+"""Build upload bodies from a parsed run by constructing the wire format's classes.
 
-Used by ``perftrack import-log`` and by the runner agent, so both upload the same shape.
+A job attempt's result is a :class:`wire.JobResultIn`, an import (``perftrack import-log``) a
+:class:`wire.ResultIn`; a body the tracker would refuse fails here already, with the message naming the
+field the tracker would give (``pydantic.ValidationError``). :func:`as_body` turns one into the JSON
+the tracker takes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from runners.parsing import ParsedRun, RunStatus
+from wire import MAX_FAILURE_REASON, JobResultIn, MeasurementIn, ResultIn
+
+if TYPE_CHECKING:  # only read here: ``import-log`` needs neither the builder nor the workloads
+    from runners.candidates import BuiltCandidate
+    from runners.workloads.base import WorkloadResult
 
 
 @dataclass(frozen=True)
@@ -37,19 +45,32 @@ def import_key(
     return "import:" + digest.hexdigest()[:48]
 
 
-def measurement_body(
+def as_body(upload: MeasurementIn) -> dict[str, Any]:
+    """The JSON body of an upload; fields that are ``None`` are left out (absent reads as ``None``)."""
+    return upload.model_dump(mode="json", exclude_none=True)
+
+
+def _measurement(
     parsed: ParsedRun,
     *,
-    raw_log: str = "",
-    perf_dump: dict[str, Any] | None = None,
-    command: str = "",
-    environment: dict[str, Any] | None = None,
+    raw_log: str,
+    perf_dump: dict[str, Any] | None,
+    command: str,
+    environment: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The measurement part of an upload; numbers the parser could not establish are left out."""
-    body: dict[str, Any] = {
+    """The measurement fields of an upload; numbers the parser could not establish stay ``None``."""
+    failed = parsed.status is RunStatus.FAILED
+    reason = (parsed.failure_reason or "the run failed for an unknown reason")[:MAX_FAILURE_REASON]
+    return {
         "status": parsed.status.value,
+        "failure_reason": reason if failed else None,
         "step_times_ms": list(parsed.step_times_ms),
+        "denoise_step_count": parsed.denoise_step_count,
+        "denoise_step_mean_ms": parsed.denoise_step_mean_ms,
+        "denoise_stage_ms": parsed.denoise_stage_ms,
         "stages": [{"name": stage.name, "duration_ms": stage.duration_ms} for stage in parsed.stages],
+        "e2e_ms": parsed.e2e_ms,
+        "peak_memory_mb": parsed.peak_memory_mb,
         "requests_seen": parsed.requests_seen,
         "warmup_requests": parsed.warmup_requests,
         "warnings": list(parsed.warnings),
@@ -59,33 +80,79 @@ def measurement_body(
         "environment": dict(environment or {}),
         "perf_dump": perf_dump,
     }
-    if parsed.status is RunStatus.FAILED:
-        body["failure_reason"] = parsed.failure_reason or "the run failed for an unknown reason"
-    optional = {
-        "denoise_step_count": parsed.denoise_step_count,
-        "denoise_step_mean_ms": parsed.denoise_step_mean_ms,
-        "denoise_stage_ms": parsed.denoise_stage_ms,
-        "e2e_ms": parsed.e2e_ms,
-        "peak_memory_mb": parsed.peak_memory_mb,
-    }
-    body.update({key: value for key, value in optional.items() if value is not None})
-    return body
 
 
-def commit_body(commit: CommitInfo) -> dict[str, Any]:
-    """The ``commit`` object of an upload."""
-    body: dict[str, Any] = {
-        "sha": commit.sha,
-        "title": commit.title,
-        "author_name": commit.author_name,
-        "author_email": commit.author_email,
-        "parents": list(commit.parents),
-    }
-    if commit.committed_at:
-        body["committed_at"] = commit.committed_at
-    if commit.branch:
-        body["branch"] = commit.branch
-    return body
+def _commit(commit: CommitInfo) -> dict[str, Any]:
+    """The ``commit`` object of an upload, validated with the rest (so its errors read ``commit.sha``)."""
+    fields = asdict(commit)
+    fields["committed_at"] = commit.committed_at or None
+    fields["branch"] = commit.branch or None
+    return fields
+
+
+def job_result(
+    parsed: ParsedRun,
+    *,
+    attempt: int,
+    workload: WorkloadResult | None = None,
+    built: BuiltCandidate | None = None,
+    commit: CommitInfo | None = None,
+    raw_log: str | None = None,
+) -> JobResultIn:
+    """A runner's upload for one attempt of a job: what ``workload`` measured, how ``built`` was made.
+
+    ``raw_log`` defaults to the workload's log; a failure before any workload ran passes its own.
+    """
+    measurement = _measurement(
+        parsed,
+        raw_log=raw_log if raw_log is not None else (workload.log_text if workload else ""),
+        perf_dump=_json_object(workload.perf_dump_text) if workload else None,
+        command=workload.command if workload else "",
+        environment=workload.environment if workload else None,
+    )
+    extra: dict[str, Any] = {}
+    if workload is not None:
+        extra["log_truncated"] = workload.log_truncated
+        extra["compile"] = asdict(workload.compile)
+        extra["request_latencies_ms"] = [value for value in workload.request_latencies_ms if value > 0]
+    if built is not None:
+        extra["build"] = {
+            "head_sha": built.head_sha,
+            "tree_sha": built.tree_sha,
+            "patches_applied": list(built.patches_applied),
+            "patches_already_in": list(built.patches_already_in),
+            "build_reused": built.build_reused,
+        }
+    if commit is not None:
+        extra["commit"] = _commit(commit)
+    return JobResultIn(attempt=attempt, **measurement, **extra)
+
+
+def import_result(
+    parsed: ParsedRun,
+    *,
+    case: str,
+    hardware: str,
+    commit: CommitInfo,
+    idempotency_key: str,
+    patches: list[str] | None = None,
+    raw_log: str = "",
+    perf_dump: dict[str, Any] | None = None,
+    command: str = "",
+    environment: dict[str, Any] | None = None,
+) -> ResultIn:
+    """An import made outside any job, as ``POST /api/v1/results`` takes it."""
+    measurement = _measurement(
+        parsed, raw_log=raw_log, perf_dump=perf_dump, command=command, environment=environment
+    )
+    return ResultIn(
+        case=case,
+        hardware=hardware,
+        commit=_commit(commit),
+        patches=list(patches or []),
+        idempotency_key=idempotency_key,
+        **measurement,
+    )
 
 
 def result_payload(
@@ -101,20 +168,32 @@ def result_payload(
     command: str = "",
     environment: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The body of ``POST /api/v1/results`` (an import made outside any job)."""
-    body = measurement_body(
-        parsed, raw_log=raw_log, perf_dump=perf_dump, command=command, environment=environment
+    """The JSON body of ``POST /api/v1/results`` (:func:`import_result`, dumped)."""
+    return as_body(
+        import_result(
+            parsed,
+            case=case,
+            hardware=hardware,
+            commit=commit,
+            idempotency_key=idempotency_key,
+            patches=patches,
+            raw_log=raw_log,
+            perf_dump=perf_dump,
+            command=command,
+            environment=environment,
+        )
     )
-    body.update(
-        {
-            "case": case,
-            "hardware": hardware,
-            "commit": commit_body(commit),
-            "patches": list(patches or []),
-            "idempotency_key": idempotency_key,
-        }
-    )
-    return body
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    """A perf dump's JSON object; ``None`` when there is none or it is not an object."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def parsed_as_json(parsed: ParsedRun) -> str:

@@ -96,7 +96,7 @@ AdminTokenDep = Annotated[ApiToken, Depends(require_admin)]
 
 # NUL characters: PostgreSQL text cannot hold U+0000, so a path or query parameter carrying one is
 # refused up front (422) instead of failing in the database. Bodies keep theirs as U+FFFD (see
-# tracker.schemas and web.schemas.params.InModel): an upload must not be lost over a binary log.
+# wire.InModel, the base of every request body): an upload must not be lost over a binary log.
 
 
 def refuse_nul_characters(request: Request) -> None:

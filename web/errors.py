@@ -29,8 +29,8 @@ from tracker.errors import (
     PerftrackError,
 )
 from tracker.logs import Redactor, secret_values
-from tracker.schemas import MAX_JSON_DEPTH, describe_errors
 from web.pages.templating import templates
+from wire import MAX_JSON_DEPTH, describe_errors
 
 logger = logging.getLogger("perftrack.web")
 

@@ -77,23 +77,26 @@ def import_log(
     config = settings()
     parsed, log_text, dump_text = _parse(log, perf_dump, config.max_log_bytes)
     committed_at = _iso_time(commit_time) if commit_time else None
-    payload = result_payload(
-        parsed,
-        case=case,
-        hardware=hardware,
-        commit=CommitInfo(sha=commit, committed_at=committed_at, title=title, author_name=author),
-        idempotency_key=import_key(
+    try:  # built as the tracker validates it: a bad --commit or --patch is refused here, naming it
+        payload = result_payload(
+            parsed,
             case=case,
             hardware=hardware,
-            commit_sha=commit,
+            commit=CommitInfo(sha=commit, committed_at=committed_at, title=title, author_name=author),
+            idempotency_key=import_key(
+                case=case,
+                hardware=hardware,
+                commit_sha=commit,
+                patches=patch,
+                log_text=log_text,
+                dump_text=dump_text,
+            ),
             patches=patch,
-            log_text=log_text,
-            dump_text=dump_text,
-        ),
-        patches=patch,
-        raw_log=log_text,
-        perf_dump=json.loads(dump_text) if dump_text else None,
-    )
+            raw_log=log_text,
+            perf_dump=json.loads(dump_text) if dump_text else None,
+        )
+    except ValidationError as error:
+        fail(validation_message(error))
     server = server or config.server_url
     if server:
         secret = token or (config.token.get_secret_value() if config.token else None)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runners.parsing import ParsedRun, RunStatus
-from runners.payload import measurement_body
+from runners.payload import as_body, job_result
 from runners.workloads.conditions import (
     CpuSampler,
     LinuxProc,
@@ -26,7 +26,7 @@ from runners.workloads.conditions import (
 from runners.workloads.environment import EnvironmentProbe, parse_throttle_mask, throttle_reasons
 from tests.runners.test_sglang_workload import FAKE_SMI, Harness, small_case
 from tracker.hygiene import assess_conditions, conditions_from_environment
-from tracker.schemas import JobResultIn
+from wire import JobResultIn
 
 PGID = 4242
 
@@ -269,10 +269,10 @@ def test_a_throttled_run_carries_its_conditions_into_the_upload(tmp_path: Path) 
     assert conditions["gpu"]["after"][1]["throttle_reasons"] == ["sw_thermal_slowdown"]
     assert conditions["cpu"]["cpu_count"] >= 1
     assert "loadavg_before" in conditions["cpu"]
-    body = measurement_body(
-        ParsedRun(status=RunStatus.OK, step_times_ms=(30.0,)), environment=result.environment
+    body = as_body(
+        job_result(ParsedRun(status=RunStatus.OK, step_times_ms=(30.0,)), attempt=1, workload=result)
     )
-    upload = JobResultIn.model_validate(json.loads(json.dumps({**body, "attempt": 1})))
+    upload = JobResultIn.model_validate(json.loads(json.dumps(body)))
     flag = assess_conditions(conditions_from_environment(upload.environment))
     assert flag is not None
     assert flag.reason == "GPU throttled: sw_thermal_slowdown before/after (GPU 0, 1)"

@@ -102,7 +102,7 @@ def test_deeply_nested_job_upload_and_runner_labels_are_refused(
     )
     assert upload.status_code == 422, upload.text
     assert "environment: nested more than" in upload.json()["detail"]
-    # A web-only body (RunnerIn): the depth is checked before its NUL scrub walks the value.
+    # A body on the plain InModel base (RunnerIn): the depth is checked before its NUL scrub walks it.
     runner = client.post(
         "/api/v1/runners",
         json={"name": "r1", "hardware": "H200", "gpu_count": 1, "labels": _nested(900)},

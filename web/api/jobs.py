@@ -13,12 +13,12 @@ from tracker.ingest import IngestLimits, ingest_job_result
 from tracker.jobs import acting_runner, cancel_job, enqueue_job, get_job, heartbeat, list_jobs, release_job
 from tracker.models import JobReason, JobState
 from tracker.models.enums import enum_values
-from tracker.schemas import JobResultIn
 from tracker.vcs import ensure_candidate, upsert_commit
 from web.deps import AdminTokenDep, HistoryDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
-from web.schemas import AttemptIn, EnqueueIn, EnqueueOut, JobOut, LeaseOut, ResultCreated, job_out
+from web.schemas import EnqueueIn, EnqueueOut, JobOut, job_out
 from web.schemas.errors import ADMIN, BODY, NOT_THIS_RUNNER, RUNNER, errors
 from web.schemas.params import JobId
+from wire import AttemptIn, JobResultIn, LeaseOut, ResultCreated
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 RunnerName = Annotated[

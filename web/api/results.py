@@ -5,10 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Response, status
 
 from tracker.ingest import IngestLimits, ingest_result
-from tracker.schemas import ResultIn
 from web.deps import HistoryDep, RunnerTokenDep, SettingsDep, WriteSessionDep
-from web.schemas import ResultCreated
 from web.schemas.errors import BODY, RUNNER, errors
+from wire import ResultCreated, ResultIn
 
 router = APIRouter(prefix="/results", tags=["results"])
 

@@ -10,8 +10,9 @@ from tracker.catalog import carried_patches_for, get_hardware_kind
 from tracker.comparisons import job_requests
 from tracker.jobs import acting_runner, claim_job, list_runners, register_runner
 from web.deps import RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
-from web.schemas import JobSpecOut, RunnerIn, RunnerOut, job_spec_out, runner_out
+from web.schemas import job_spec_out, runner_out
 from web.schemas.errors import BODY, NOT_THIS_RUNNER, RUNNER, errors
+from wire import JobSpecOut, RunnerIn, RunnerOut
 
 router = APIRouter(prefix="/runners", tags=["runners"])
 

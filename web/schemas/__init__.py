@@ -1,4 +1,4 @@
-"""Response (and web-only request) shapes of the JSON API; import shapes live in ``tracker.schemas``."""
+"""Shapes of the JSON API; the runner protocol's (uploads, register, claim, ...) live in :mod:`wire`."""
 
 from web.schemas.comparisons import (
     CalibrationIn,
@@ -19,29 +19,15 @@ from web.schemas.core import (
     HardwareOut,
     Health,
     PatchOut,
-    ResultCreated,
     RunOut,
     SeriesOut,
     SeriesPointOut,
     StageOut,
     hardware_out,
 )
-from web.schemas.jobs import (
-    AttemptIn,
-    EnqueueIn,
-    EnqueueOut,
-    JobOut,
-    JobSpecOut,
-    LeaseOut,
-    RunnerIn,
-    RunnerOut,
-    job_out,
-    job_spec_out,
-    runner_out,
-)
+from web.schemas.jobs import EnqueueIn, EnqueueOut, JobOut, job_out, job_spec_out, runner_out
 
 __all__ = [
-    "AttemptIn",
     "CalibrationIn",
     "CalibrationOut",
     "CandidateIn",
@@ -59,14 +45,9 @@ __all__ = [
     "HardwareOut",
     "Health",
     "JobOut",
-    "JobSpecOut",
-    "LeaseOut",
     "PatchOut",
-    "ResultCreated",
     "RoundOut",
     "RunOut",
-    "RunnerIn",
-    "RunnerOut",
     "SeriesOut",
     "SeriesPointOut",
     "StageOut",

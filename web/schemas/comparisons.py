@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tracker.comparison_views import ArmView, ComparisonView, ResultView, RoundView
 from tracker.comparisons import MAX_ROUNDS
 from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
-from tracker.schemas import PatchRefs, Sha
 from web.schemas.params import MAX_INT32, InModel
+from wire import PatchRefs, Sha
 
 Slug = Annotated[str, Field(min_length=1, max_length=128)]
 HardwareName = Annotated[str, Field(min_length=1, max_length=64)]

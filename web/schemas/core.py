@@ -1,11 +1,11 @@
-"""Response shapes of the JSON API (request shapes live in ``tracker.schemas``)."""
+"""Response shapes of the JSON API (the runner protocol's, requests and answers, live in :mod:`wire`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from tracker.hygiene import RunConditions, conditions_from_environment
 from tracker.models import Case, Commit, HardwareKind, Run
@@ -338,21 +338,6 @@ class RunOut(BaseModel):
 def _conditions(run: Run) -> RunConditions | None:
     conditions = conditions_from_environment(run.artifacts.environment)
     return conditions if conditions.recorded or conditions.errors else None
-
-
-class ResultCreated(BaseModel):
-    """Answer to ``POST /api/v1/results``."""
-
-    run_id: int
-    created: bool
-    status: str
-    denoise_step_ms: float | None
-    url: str
-    warnings: list[str] = Field(
-        default_factory=list,
-        description="what the upload said about an already known commit (title, author, time, parents) "
-        "that differs from the stored value and was therefore not applied",
-    )
 
 
 class Health(BaseModel):

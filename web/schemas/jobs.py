@@ -1,4 +1,7 @@
-"""Shapes of the runner and job-queue endpoints."""
+"""Shapes of the job-queue endpoints, and the runner protocol's answers built from the ORM.
+
+The runner protocol's own shapes (register, claim, heartbeat, release) live in :mod:`wire.leases`.
+"""
 
 from __future__ import annotations
 
@@ -9,52 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tracker.jobs import RunnerStatus
 from tracker.models import CarriedPatch, Job
-from tracker.schemas import CommitIn, PatchRefs
 from web.schemas.params import InModel
-
-
-class RunnerIn(InModel):
-    """What a runner advertises when it registers."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@\-]*$")]
-    hardware: Annotated[str, Field(min_length=1, max_length=64)]
-    gpu_count: Annotated[int, Field(ge=1, le=1024)]
-    labels: dict[str, str] = Field(default_factory=dict)
-    version: Annotated[str, Field(max_length=64)] = ""
-    host: Annotated[str, Field(max_length=255)] = ""
-
-
-class RunnerOut(BaseModel):
-    """A registered runner and what it is doing."""
-
-    name: str
-    hardware: str
-    gpu_count: int
-    labels: dict[str, Any]
-    version: str
-    host: str
-    last_heartbeat_at: dt.datetime | None
-    online: bool
-    current_job_id: int | None
-
-
-class AttemptIn(InModel):
-    """Names the attempt a heartbeat or release is about."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    attempt: Annotated[int, Field(ge=1, le=1000)]
-    reason: Annotated[str, Field(max_length=2000)] = ""
-
-
-class LeaseOut(BaseModel):
-    """Answer to a heartbeat."""
-
-    job_id: int
-    attempt: int
-    lease_expires_at: dt.datetime
+from wire import (
+    ClaimedCandidate,
+    ClaimedCarried,
+    ClaimedCase,
+    ClaimedRepository,
+    CommitIn,
+    JobSpecOut,
+    PatchRefs,
+    RunnerOut,
+)
 
 
 class JobOut(BaseModel):
@@ -96,59 +64,6 @@ class EnqueueOut(BaseModel):
 
     job: JobOut
     created: bool
-
-
-class ClaimedRepository(BaseModel):
-    """Where to fetch the candidate from."""
-
-    name: str
-    url: str
-    default_branch: str
-
-
-class ClaimedCarried(BaseModel):
-    """A carried patch the builder applies unless the base already has it."""
-
-    ref: str
-    reason: str
-
-
-class ClaimedCandidate(BaseModel):
-    """Base commit and patches, in order."""
-
-    base_sha: str
-    patches: list[str]
-    carried: list[ClaimedCarried]
-
-
-class ClaimedCase(BaseModel):
-    """The case to run, with every parameter and flag."""
-
-    slug: str
-    version: int
-    model: str
-    task: str
-    workload: str
-    mode: str
-    num_gpus: int
-    requests: int
-    timeout_s: int
-    params: dict[str, Any]
-    flags: dict[str, Any]
-
-
-class JobSpecOut(BaseModel):
-    """Answer to a claim: everything a runner needs to build the candidate and run the case."""
-
-    job_id: int
-    attempt: int
-    reason: str
-    hardware: str
-    lease_seconds: int
-    lease_expires_at: dt.datetime
-    repository: ClaimedRepository
-    candidate: ClaimedCandidate
-    case: ClaimedCase
 
 
 def job_out(job: Job) -> JobOut:

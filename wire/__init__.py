@@ -1,0 +1,94 @@
+"""The runner protocol's wire format, defined once: what runners send the tracker and what it answers.
+
+The runner builds its bodies from these classes and dumps them (``model_dump(mode="json",
+exclude_none=True)``); the API validates the same classes and answers with them. A leaf: it imports
+pydantic and the standard library only, so a runner, which reaches the tracker over HTTP alone, can
+use it without importing ``tracker`` or ``web``.
+
+- :mod:`wire.limits`: bounds (ids, patch refs, JSON depth, times).
+- :mod:`wire.fields`: field types (commit shas, times with offsets, patch refs, strict measurements).
+- :mod:`wire.base`: the bases of request bodies, and readable validation messages.
+- :mod:`wire.results`: uploads (a job attempt's result, an import) and their answer.
+- :mod:`wire.leases`: register, claim (the job spec), heartbeat, release.
+"""
+
+from wire.base import InModel, RecordIn, describe_errors, validation_message
+from wire.fields import AwareDatetime, Count, NonNegativeMs, PatchRef, PatchRefs, PositiveMs, Sha
+from wire.leases import (
+    AttemptIn,
+    ClaimedCandidate,
+    ClaimedCarried,
+    ClaimedCase,
+    ClaimedRepository,
+    JobSpecOut,
+    LeaseOut,
+    RunnerIn,
+    RunnerOut,
+)
+from wire.limits import (
+    EARLIEST_TIME,
+    LATEST_TIME,
+    MAX_FAILURE_REASON,
+    MAX_ID,
+    MAX_INT32,
+    MAX_JSON_DEPTH,
+    MAX_PATCH_REF_LENGTH,
+    MAX_PATCHES,
+    PATCH_REF_PATTERN,
+    SHA_PATTERN,
+    json_too_deep,
+    reject_deep_json,
+)
+from wire.results import (
+    BuildInfo,
+    CommitIn,
+    CompileCounters,
+    JobResultIn,
+    MeasurementIn,
+    ResultCreated,
+    ResultIn,
+    StageIn,
+)
+
+__all__ = [
+    "EARLIEST_TIME",
+    "LATEST_TIME",
+    "MAX_FAILURE_REASON",
+    "MAX_ID",
+    "MAX_INT32",
+    "MAX_JSON_DEPTH",
+    "MAX_PATCHES",
+    "MAX_PATCH_REF_LENGTH",
+    "PATCH_REF_PATTERN",
+    "SHA_PATTERN",
+    "AttemptIn",
+    "AwareDatetime",
+    "BuildInfo",
+    "ClaimedCandidate",
+    "ClaimedCarried",
+    "ClaimedCase",
+    "ClaimedRepository",
+    "CommitIn",
+    "CompileCounters",
+    "Count",
+    "InModel",
+    "JobResultIn",
+    "JobSpecOut",
+    "LeaseOut",
+    "MeasurementIn",
+    "NonNegativeMs",
+    "PatchRef",
+    "PatchRefs",
+    "PositiveMs",
+    "RecordIn",
+    "ResultCreated",
+    "ResultIn",
+    "RunnerIn",
+    "RunnerOut",
+    "Sha",
+    "StageIn",
+    "describe_errors",
+    "json_too_deep",
+    "reject_deep_json",
+    "validation_message",
+]
