@@ -22,7 +22,10 @@ from web.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
-SUITES = ROOT / "suites"
+# The tests' own suite files: editing a shipped suite (suites/) must not break a test. Only
+# tests/tracker/test_suites.py::test_shipped_suites_load_and_validate reads SHIPPED_SUITES.
+SUITES = DATA / "suites"
+SHIPPED_SUITES = ROOT / "suites"
 PG_URL_ENV = "PERFTRACK_TEST_DATABASE_URL"
 
 
@@ -43,7 +46,7 @@ def is_postgres(db_url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def engine(db_url: str) -> Iterator[Engine]:
-    """A database migrated from empty to head, with the shipped suites synced."""
+    """A database migrated from empty to head, with the tests' suites synced."""
     url = Settings(database_url=db_url).effective_database_url
     engine = db.make_engine(url)
     if url.startswith("postgresql"):

@@ -2,8 +2,9 @@
 
 It speaks the shapes the bot uses (pulls, compare, collaborators' permission, issue comments,
 reactions, statuses, App installation tokens, who the bot is). ``fail_next(n)`` makes the next ``n``
-calls answer 502; ``delay_s`` makes every call slow; ``installed_on`` leaves the App off other
-repositories. Use it in-process through :meth:`FakeGithub.transport` (an ``httpx.MockTransport``).
+calls answer 502; ``hold`` makes every call wait until that event is set (a GitHub that hangs);
+``installed_on`` leaves the App off other repositories. Use it in-process through
+:meth:`FakeGithub.transport` (an ``httpx.MockTransport``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
-import time
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,7 @@ class FakeGithub:
     app_slug: str = "perftrack"
     token_login: str = "perftrack-bot"  # the user a personal token belongs to
     installed_on: set[str] | None = None  # repositories with the App installed (None: every one)
-    delay_s: float = 0.0  # every call takes this long (a slow GitHub)
+    hold: threading.Event | None = None  # every call waits for this event (a slow GitHub, on cue)
     now: dt.datetime = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
     installation_id: int = 7001
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
@@ -149,8 +150,8 @@ class FakeGithub:
         async def record(request: Request, call_next: Any) -> Any:
             raw = await request.body()
             body: Any = json.loads(raw) if raw else None
-            if fake.delay_s:
-                time.sleep(fake.delay_s)
+            if fake.hold is not None:
+                fake.hold.wait(timeout=120)
             path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             if fake._failures > 0 and request.method in fake._failing_methods and fake._failure_path in path:
                 fake._failures -= 1

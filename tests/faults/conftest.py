@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults.harness import Runner, Tracker, fresh_database, kill_group, running_tracker
+from tests.leases import UNEXPIRING_LEASE_S
 
 
 class Fleet:
@@ -20,8 +21,10 @@ class Fleet:
         self.runners: list[Runner] = []
         self._tracker: Tracker | None = None
 
-    def tracker(self, *, lease_seconds: int = 5, extra_env: dict[str, str] | None = None) -> Tracker:
-        """Start the tracker (once per test) on a fresh database."""
+    def tracker(
+        self, *, lease_seconds: int = UNEXPIRING_LEASE_S, extra_env: dict[str, str] | None = None
+    ) -> Tracker:
+        """Start the tracker (once per test) on a fresh database; leases end only on cue by default."""
         assert self._tracker is None, "one tracker per test"
         url = self._stack.enter_context(fresh_database(self.root))
         self._tracker = self._stack.enter_context(

@@ -11,9 +11,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,10 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from tests.conftest import PG_URL_ENV
+from tests.leases import UNEXPIRING_LEASE_S
 from tests.live import free_port
 from tests.runners.agent_env import Upstream, make_upstream
+from tests.waiting import wait_until
 from tracker import db
 from tracker.catalog import sync_suites
 from tracker.models import TokenRole
@@ -68,15 +69,6 @@ seed = 42
 """
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.2) -> None:
-    """Poll ``condition`` until it holds; fail the test with ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
-        time.sleep(every_s)
-
-
 @contextlib.contextmanager
 def fresh_database(root: Path) -> Iterator[str]:
     """An empty database of the backend under test: a SQLite file, or a new PostgreSQL database on
@@ -105,7 +97,7 @@ class Tracker:
     root: Path
     database_url: str
     upstream: Upstream
-    lease_seconds: int = 5
+    lease_seconds: int = UNEXPIRING_LEASE_S
     extra_env: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
     runner_token: str = ""
@@ -186,7 +178,7 @@ class Tracker:
             except httpx.HTTPError:
                 return False
 
-        wait_for(up, 60, "the tracker to start")
+        wait_until(up, 60, "the tracker to start")
 
     def kill(self, sig: signal.Signals = signal.SIGKILL) -> None:
         """End the server abruptly (SIGKILL: no shutdown, connections just drop)."""
@@ -241,7 +233,11 @@ class Tracker:
 
 @contextlib.contextmanager
 def running_tracker(
-    root: Path, database_url: str, *, lease_seconds: int = 5, extra_env: dict[str, str] | None = None
+    root: Path,
+    database_url: str,
+    *,
+    lease_seconds: int = UNEXPIRING_LEASE_S,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Tracker]:
     """A prepared and started tracker with its own upstream repository; killed afterwards."""
     root.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,8 @@ from sqlalchemy import text
 from tests.faults.harness import Runner, Tracker, fresh_database, running_tracker
 from tracker import db
 
+pytestmark = pytest.mark.slow  # real tracker and runner processes
+
 MAX_LOG_BYTES = 256 * 1024
 FLOOD_MB = 128
 MIB = 1024 * 1024

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from tests.faults.conftest import Fleet
 from tests.faults.harness import SUITE, fresh_database
+from tests.leases import UNEXPIRING_LEASE_S
 from tracker import db
 from tracker.catalog import get_current_case, get_hardware_kind, sync_suites
 from tracker.jobs import DEFAULT_LEASE, claim_job, enqueue_job, expire_leases, finish_job, register_runner
@@ -25,15 +26,18 @@ from tracker.schemas import CommitIn
 from tracker.suites import load_suites
 from tracker.vcs import ensure_candidate, upsert_commit
 
+pytestmark = pytest.mark.slow  # a real tracker process; 50 (PostgreSQL) or 8 claimer threads over 300 jobs
+
 RUNNERS = 8
 ROUNDS = 12
 JOBS = 300
 
 
 def test_racing_runners_get_the_last_job_exactly_once(fleet: Fleet) -> None:
-    # Leases long enough to outlast the test on a busy machine: a job won in an early round whose
-    # lease ran out would be handed out again in a later one, which is lease expiry, not a race.
-    tracker = fleet.tracker(lease_seconds=600)
+    # Leases that cannot run out during the test, however busy the machine: a job won in an early
+    # round whose lease ran out would be handed out again in a later one (two 200s in one round),
+    # which is lease expiry, not a race. Lease expiry under claims is the next test's.
+    tracker = fleet.tracker(lease_seconds=UNEXPIRING_LEASE_S)
     names = [f"racer-{index}" for index in range(RUNNERS)]
     auth = {name: {"Authorization": f"Bearer {tracker.token_for(name)}"} for name in names}
     for name in names:

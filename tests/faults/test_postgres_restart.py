@@ -26,15 +26,19 @@ from sqlalchemy import create_engine, select, text
 from sqlalchemy.engine import make_url
 
 from tests.faults.conftest import Fleet
-from tests.faults.harness import Tracker, running_tracker, wait_for
+from tests.faults.harness import Tracker, running_tracker
 from tests.faults.pgcluster import PrivateCluster, unavailable_reason
+from tests.waiting import wait_until
 from tracker import db
-from tracker.models import NightlyRun
+from tracker.models import NightlyRun, apscheduler_jobs
 from tracker.scheduling.leader import PostgresLeader
 from tracker.scheduling.service import SchedulerService
 from tracker.suites import ResolvedSchedule
 
-pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+pytestmark = [
+    pytest.mark.slow,  # a private PostgreSQL cluster, a tracker and a runner process
+    pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason())),
+]
 
 
 @pytest.fixture
@@ -58,7 +62,9 @@ def database_url(cluster: PrivateCluster) -> str:
 
 @pytest.fixture
 def tracker(database_url: str, tmp_path: Path) -> Iterator[Tracker]:
-    with running_tracker(tmp_path / "tracker", database_url, lease_seconds=5) as live:
+    # The ghost's lease must run out on its own (the sweep is under test), but runner-a's must not
+    # while it works: 30 s leases, heartbeats every 10 s, leave 20 s for a late one on a busy machine.
+    with running_tracker(tmp_path / "tracker", database_url, lease_seconds=30) as live:
         yield live
 
 
@@ -80,7 +86,7 @@ def test_postgres_restart_everyone_backs_off_and_recovers(
     fleet.adopt(tracker)
     runner = fleet.runner("runner-a")
     warmup = tracker.enqueue(tracker.upstream.main[0])
-    wait_for(lambda: tracker.job(warmup)["state"] == "done", 60, "the runner to finish a first job")
+    wait_until(lambda: tracker.job(warmup)["state"] == "done", 60, "the runner to finish a first job")
     ghost_body = {"name": "ghost", "hardware": "ghost", "gpu_count": 1}
     ghost_token = tracker.token_for("ghost")
     assert api(tracker, "POST", "/runners", ghost_token, json=ghost_body).status_code == 200
@@ -122,7 +128,7 @@ def test_postgres_restart_everyone_backs_off_and_recovers(
     )
     service.start()
     try:
-        wait_for(lambda: service.is_leader, 30, "the scheduler to lead")
+        wait_until(lambda: service.is_leader, 30, "the scheduler to lead")
         [fire_at] = fire_times
         assert dt.datetime.now(dt.UTC) < fire_at - dt.timedelta(seconds=1), "too slow to stage the outage"
 
@@ -133,12 +139,12 @@ def test_postgres_restart_everyone_backs_off_and_recovers(
             assert response.status_code == 503, (path, response.status_code, response.text)
             assert response.headers["Retry-After"].isdigit()
         assert httpx.get(f"{tracker.url}/healthz", timeout=15).status_code == 503
-        wait_for(lambda: not service.is_leader, 30, "the leader to notice it lost its lock")
+        wait_until(lambda: not service.is_leader, 30, "the leader to notice it lost its lock")
         while dt.datetime.now(dt.UTC) < fire_at + dt.timedelta(seconds=1):
             time.sleep(0.1)  # the fire time passes with no database
         cluster.start()
 
-        wait_for(lambda: service.is_leader, 60, "the scheduler to lead again")
+        wait_until(lambda: service.is_leader, 60, "the scheduler to lead again")
         with engine.connect() as connection:
             locks = connection.scalar(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"))
         assert locks == 1
@@ -147,21 +153,32 @@ def test_postgres_restart_everyone_backs_off_and_recovers(
             jobs = api(tracker, "GET", "/jobs", tracker.admin_token).json()
             return sorted((job for job in jobs if job["reason"] == "nightly"), key=lambda job: int(job["id"]))
 
+        def stored_next_fire() -> float:
+            with engine.connect() as connection:
+                stored = connection.scalar(
+                    select(apscheduler_jobs.c.next_run_time).where(apscheduler_jobs.c.id == nightly.name)
+                )
+            return float(stored or 0.0)  # no row: nothing stored yet
+
         def nightly_runs() -> list[NightlyRun]:
             with db.session_scope(db.make_session_factory(engine)) as session:
                 return list(session.scalars(select(NightlyRun).order_by(NightlyRun.id)))
 
-        wait_for(lambda: bool(nightly_runs()), 60, "the fire missed in the outage to run")
+        wait_until(lambda: bool(nightly_runs()), 60, "the fire missed in the outage to run")
         # The missed fire's jobs get run by the runner, which recovered from its backoff. On a
         # busy machine a run may be flagged for contention and measured once more: that re-run
         # is a nightly job too, so the wait is for every nightly job, not for a count of jobs.
-        wait_for(
+        wait_until(
             lambda: (jobs := nightly_jobs()) != [] and all(job["state"] == "done" for job in jobs),
             120,
             "the runner to finish the nightly job",
         )
-        wait_for(lambda: tracker.job(ghost_job)["state"] != "leased", 60, "the ghost's lease to be swept")
-        time.sleep(1.0)  # would a second run of the fire follow?
+        wait_until(lambda: tracker.job(ghost_job)["state"] != "leased", 120, "the ghost's lease to be swept")
+        # No second run of the fire can follow once the stored fire time has moved on to the next
+        # day (a run is handed to the executor before the store moves on) and stop() has waited
+        # for the executor: wait for that rather than sleep and see.
+        wait_until(lambda: stored_next_fire() > fire_at.timestamp(), 60, "the stored fire time to move on")
+        service.stop()
         runs = nightly_runs()
     finally:
         service.stop()

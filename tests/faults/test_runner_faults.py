@@ -10,6 +10,7 @@ import signal
 from pathlib import Path
 
 import httpx
+import pytest
 
 from runners.agent import Agent, AgentConfig
 from runners.candidates import CandidateBuilder
@@ -17,7 +18,11 @@ from runners.client import TrackerClient
 from runners.workloads.process import group_alive
 from runners.workloads.sglang import SglangWorkload
 from tests.faults.conftest import Fleet
-from tests.faults.harness import BENCH_COMMAND, wait_for
+from tests.faults.harness import BENCH_COMMAND
+from tests.leases import UNEXPIRING_LEASE_S, run_out_lease
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow  # real tracker and runner processes, killed, frozen and restarted
 
 SKEWED_CLOCK = Path(__file__).resolve().parent / "skewed_clock"
 # "2026-11-29 16:26:08,620 INFO ..." (local time) or "2026-11-29T16:26:08.620Z INFO ..." (UTC).
@@ -31,17 +36,19 @@ def outcomes(job: dict[str, object]) -> list[tuple[str, str]]:
 
 
 def test_runner_killed_mid_benchmark_is_replaced_and_its_benchmark_reaped(fleet: Fleet) -> None:
-    tracker = fleet.tracker(lease_seconds=5)
+    # Leases run out only when the test says so: runner-b's never does, however busy the machine.
+    tracker = fleet.tracker(lease_seconds=UNEXPIRING_LEASE_S)
     job = tracker.enqueue(tracker.upstream.main[0])
     doomed = fleet.runner("runner-a", bench_env={"FAULT_BENCH_SLEEP_S": "300"})
-    wait_for(doomed.started_file.exists, 60, "runner-a's benchmark to start")
+    wait_until(doomed.started_file.exists, 60, "runner-a's benchmark to start")
     orphan = int(doomed.pgid_file.read_text())
     doomed.signal(signal.SIGKILL)
     doomed.wait(timeout_s=10)
     assert tracker.job(job)["state"] == "leased"  # nobody told the tracker
+    run_out_lease(tracker.database_url, job)  # the killed runner's heartbeats are long overdue
 
     fleet.runner("runner-b")
-    wait_for(lambda: tracker.job(job)["state"] == "done", 90, "runner-b to finish the job")
+    wait_until(lambda: tracker.job(job)["state"] == "done", 90, "runner-b to finish the job")
     assert outcomes(tracker.job(job)) == [("lease expired", "runner-a"), ("done", "runner-b")]
     assert [(run["status"], run["attempt"], run["runner"]) for run in tracker.runs_of(job)] == [
         ("ok", 2, "runner-b")
@@ -52,25 +59,26 @@ def test_runner_killed_mid_benchmark_is_replaced_and_its_benchmark_reaped(fleet:
     doomed.once = True
     doomed.start()  # the same runner, restarted on the same workdir: it reaps first
     assert doomed.wait(timeout_s=60) == 0
-    wait_for(lambda: not group_alive(orphan), 10, "the orphaned benchmark to die")
+    wait_until(lambda: not group_alive(orphan), 10, "the orphaned benchmark to die")
     assert f"killed process group {orphan}" in doomed.log()
     assert not doomed.pgid_file.exists()
     assert len(tracker.runs_of(job)) == 1
 
 
 def test_frozen_runner_loses_its_lease_and_its_late_upload_is_refused_once(fleet: Fleet) -> None:
-    tracker = fleet.tracker(lease_seconds=5)
+    tracker = fleet.tracker(lease_seconds=UNEXPIRING_LEASE_S)
     job = tracker.enqueue(tracker.upstream.main[0])
     frozen = fleet.runner("runner-a", bench_env={"FAULT_BENCH_SLEEP_S": "2"})
-    wait_for(frozen.started_file.exists, 60, "runner-a's benchmark to start")
+    wait_until(frozen.started_file.exists, 60, "runner-a's benchmark to start")
     frozen.signal(signal.SIGSTOP)  # no heartbeats from now on; its benchmark finishes meanwhile
+    run_out_lease(tracker.database_url, job)  # while it is frozen, its lease runs out
 
     fleet.runner("runner-b")
-    wait_for(lambda: tracker.job(job)["state"] == "done", 90, "runner-b to take over and finish")
+    wait_until(lambda: tracker.job(job)["state"] == "done", 90, "runner-b to take over and finish")
     assert outcomes(tracker.job(job)) == [("lease expired", "runner-a"), ("done", "runner-b")]
 
     frozen.signal(signal.SIGCONT)  # it wakes up and uploads the result of attempt 1
-    wait_for(lambda: bool(frozen.rejected()), 60, "runner-a to give up its stale upload")
+    wait_until(lambda: bool(frozen.rejected()), 60, "runner-a to give up its stale upload")
     [rejected] = frozen.rejected()
     assert rejected.name == f"job-{job}-attempt-1.json"
     reason = rejected.with_suffix(".reason.txt").read_text()
@@ -79,7 +87,7 @@ def test_frozen_runner_loses_its_lease_and_its_late_upload_is_refused_once(fleet
     assert frozen.pending() == []
     # Not retried: after the refusal the agent polls on, and never posts that result again.
     claims_before = frozen.log().count("/claim")
-    wait_for(lambda: frozen.log().count("/claim") > claims_before + 2, 30, "runner-a to poll again")
+    wait_until(lambda: frozen.log().count("/claim") > claims_before + 2, 30, "runner-a to poll again")
     assert frozen.log().count(f"/jobs/{job}/result") == 1
     runs = tracker.runs_of(job)
     assert [(run["status"], run["attempt"], run["runner"]) for run in runs] == [("ok", 2, "runner-b")]
@@ -87,25 +95,30 @@ def test_frozen_runner_loses_its_lease_and_its_late_upload_is_refused_once(fleet
 
 def test_leases_follow_the_tracker_clock_not_a_runner_clock_hours_off(fleet: Fleet) -> None:
     offset = dt.timedelta(hours=-7)
-    tracker = fleet.tracker(lease_seconds=5)
+    # The runner heartbeats every lease / 3 = 10 s, and the benchmark outlasts that: the lease is
+    # extended once while it runs (on a clock 7 h behind, a runner-clock lease would have ended 7 h
+    # ago, and the upload be refused). A 30 s lease leaves 20 s of slack for a late heartbeat on a
+    # busy machine, where a 5 s lease left 3.
+    lease_s = 30
+    tracker = fleet.tracker(lease_seconds=lease_s)
     job = tracker.enqueue(tracker.upstream.main[1])
     skewed = fleet.runner(
         "runner-skewed",
-        # Longer than the lease: the job is kept only if heartbeats extend it on the tracker's clock.
-        bench_env={"FAULT_BENCH_SLEEP_S": "8"},
+        bench_env={"FAULT_BENCH_SLEEP_S": "14"},
         extra_env={"PYTHONPATH": str(SKEWED_CLOCK), "FAULT_CLOCK_OFFSET_S": str(offset.total_seconds())},
     )
-    wait_for(skewed.started_file.exists, 60, "the benchmark to start")
+    wait_until(skewed.started_file.exists, 60, "the benchmark to start")
     state = tracker.job(job)
     assert state["state"] == "leased"
     expires = dt.datetime.fromisoformat(state["lease_expires_at"])
     if expires.tzinfo is None:
         expires = expires.replace(tzinfo=dt.UTC)
     real_now = dt.datetime.now(dt.UTC)
-    assert real_now - dt.timedelta(minutes=1) < expires <= real_now + dt.timedelta(seconds=5)
+    assert real_now - dt.timedelta(minutes=1) < expires <= real_now + dt.timedelta(seconds=lease_s)
 
-    wait_for(lambda: tracker.job(job)["state"] == "done", 90, "the skewed runner to finish")
+    wait_until(lambda: tracker.job(job)["state"] == "done", 90, "the skewed runner to finish")
     assert outcomes(tracker.job(job)) == [("done", "runner-skewed")]  # its lease never ran out
+    assert f"/jobs/{job}/heartbeat" in skewed.log()  # ... and was extended on the tracker's clock
     runs = tracker.runs_of(job)
     assert [(run["status"], run["attempt"]) for run in runs] == [("ok", 1)]
     # The runner really lived seven hours in the past: its own log stamps say so.
@@ -120,18 +133,18 @@ def test_leases_follow_the_tracker_clock_not_a_runner_clock_hours_off(fleet: Fle
 
 def test_results_wait_in_the_spool_while_the_tracker_restarts_and_arrive_once(fleet: Fleet) -> None:
     # The lease outlives the restart, so the attempt is still the live one when the tracker is back.
-    tracker = fleet.tracker(lease_seconds=60)
+    tracker = fleet.tracker(lease_seconds=UNEXPIRING_LEASE_S)
     jobs = [tracker.enqueue(sha) for sha in tracker.upstream.main[:2]]
     runner = fleet.runner("runner-a", bench_env={"FAULT_BENCH_SLEEP_S": "2"})
-    wait_for(runner.started_file.exists, 60, "the first benchmark to start")
+    wait_until(runner.started_file.exists, 60, "the first benchmark to start")
     tracker.kill(signal.SIGKILL)
 
-    wait_for(lambda: bool(runner.pending()), 60, "the result to be spooled while the tracker is down")
+    wait_until(lambda: bool(runner.pending()), 60, "the result to be spooled while the tracker is down")
     assert [path.name for path in runner.pending()] == [f"job-{jobs[0]}-attempt-1.json"]
     assert tracker.runs_of(jobs[0]) == []
 
     tracker.start()  # same port, same database
-    wait_for(
+    wait_until(
         lambda: all(tracker.job(job)["state"] == "done" for job in jobs), 120, "both jobs to be delivered"
     )
     for job in jobs:

@@ -8,8 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,7 +19,11 @@ from runners.candidates import CandidateBuilder
 from runners.client import TrackerClient
 from runners.workloads.process import group_alive
 from runners.workloads.sglang import SglangWorkload
+from tests.leases import UNEXPIRING_LEASE_S, run_out_lease
 from tests.runners.agent_env import FAKE_SGLANG, ROOT, Tracker, Upstream, make_upstream, tracker
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow  # a live tracker, runner agents and runner processes
 
 
 @pytest.fixture
@@ -30,7 +33,8 @@ def upstream(tmp_path: Path) -> Upstream:
 
 @pytest.fixture
 def live(scratch_db_url: str, tmp_path: Path, upstream: Upstream) -> Iterator[Tracker]:
-    with tracker(scratch_db_url, tmp_path, upstream, lease_seconds=5) as live_tracker:
+    # Leases run out only when a test says so (run_out_lease), never because the machine is busy.
+    with tracker(scratch_db_url, tmp_path, upstream, lease_seconds=UNEXPIRING_LEASE_S) as live_tracker:
         yield live_tracker
 
 
@@ -228,27 +232,19 @@ def start_runner(live: Tracker, workdir: Path, name: str, scenario: str) -> subp
     )
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
 def test_a_runner_killed_mid_job_loses_nothing(live: Tracker, upstream: Upstream, tmp_path: Path) -> None:
     jobs = [live.enqueue(sha) for sha in upstream.main]
     doomed = start_runner(live, tmp_path / "a", "runner-a", scenario="hang")
-    wait_for(lambda: live.job(jobs[0])["state"] == "leased", 60, "runner-a to lease the first job")
-    time.sleep(1.0)  # it is running the (hanging) benchmark now
+    wait_until(lambda: live.job(jobs[0])["state"] == "leased", 60, "runner-a to lease the first job")
     pgid_file = tmp_path / "a" / "benchmark.pgid"
-    wait_for(pgid_file.exists, 30, "the benchmark to start")
+    wait_until(pgid_file.exists, 30, "the benchmark to start")
     orphan = int(pgid_file.read_text())
     doomed.send_signal(signal.SIGKILL)
     doomed.wait(timeout=10)
+    run_out_lease(live.settings.effective_database_url, jobs[0])  # runner-a's heartbeats are overdue
     survivor = start_runner(live, tmp_path / "b", "runner-b", scenario="ok")
     try:
-        wait_for(
+        wait_until(
             lambda: all(live.job(job)["state"] == "done" for job in jobs), 90, "runner-b to finish every job"
         )
     finally:
@@ -266,13 +262,13 @@ def test_a_runner_killed_mid_job_loses_nothing(live: Tracker, upstream: Upstream
     assert group_alive(orphan)
     restarted = make_agent(live, tmp_path / "a", name="runner-a")
     assert restarted.reap_orphans() == orphan
-    wait_for(lambda: not group_alive(orphan), 10, "the orphaned benchmark to die")
+    wait_until(lambda: not group_alive(orphan), 10, "the orphaned benchmark to die")
 
 
 def test_sigterm_hands_the_running_job_back(live: Tracker, upstream: Upstream, tmp_path: Path) -> None:
     job = live.enqueue(upstream.main[0])
     runner = start_runner(live, tmp_path / "a", "runner-a", scenario="hang")
-    wait_for(lambda: (tmp_path / "a" / "benchmark.pgid").exists(), 60, "the benchmark to start")
+    wait_until(lambda: (tmp_path / "a" / "benchmark.pgid").exists(), 60, "the benchmark to start")
     runner.send_signal(signal.SIGTERM)
     assert runner.wait(timeout=30) == 0
     state = live.job(job)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,18 +190,20 @@ def test_an_unreadable_proc_or_a_short_run_is_an_error_entry_not_an_exception() 
 
 
 def spinner(seconds: float) -> list[str]:
+    """A process that says ``spinning`` and then burns a core for ``seconds``."""
     return [
         sys.executable,
         "-c",
-        f"import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass",
+        f"import time\nprint('spinning', flush=True)\nend = time.time() + {seconds}\nwhile time.time() < end: pass",
     ]
 
 
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc")
 def test_real_proc_sees_the_benchmark_group_and_a_burner_beside_it() -> None:
-    burner = subprocess.Popen(spinner(3.0))
+    burner = subprocess.Popen(spinner(3.0), stdout=subprocess.PIPE)
     try:
-        time.sleep(0.2)
+        assert burner.stdout is not None
+        assert burner.stdout.readline() == b"spinning\n"  # it burns its core from now on
         sampler = CpuSampler(reader=LinuxProc(), interval_s=0.1)
         sampler.start()
         benchmark = subprocess.Popen(spinner(1.2), start_new_session=True)

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,11 @@ import pytest
 from runners.candidates._git import Git
 from runners.jobenv import DEFAULT_ALLOWED, JobEnvironment
 from runners.workloads.environment import EnvironmentProbe
+from tests.leases import UNEXPIRING_LEASE_S
 from tests.runners.agent_env import FAKE_SGLANG, ROOT, Tracker, Upstream, make_upstream, tracker
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow  # a real perftrack runner process against a live tracker
 
 # Writes its environment to OUT/LABEL.json (argv: OUT LABEL [command...]), then runs the command.
 DUMP = """
@@ -57,7 +60,7 @@ def upstream(tmp_path: Path) -> Upstream:
 
 @pytest.fixture
 def live(scratch_db_url: str, tmp_path: Path, upstream: Upstream) -> Iterator[Tracker]:
-    with tracker(scratch_db_url, tmp_path, upstream, lease_seconds=30) as live_tracker:
+    with tracker(scratch_db_url, tmp_path, upstream, lease_seconds=UNEXPIRING_LEASE_S) as live_tracker:
         yield live_tracker
 
 
@@ -120,10 +123,7 @@ def test_builds_and_benchmarks_see_the_allow_list_and_no_secret(
         check=False,
     )
     assert runner.returncode == 0, runner.stdout + runner.stderr
-    deadline = time.monotonic() + 30
-    while live.job(job)["state"] != "done" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert live.job(job)["state"] == "done", live.job(job)
+    wait_until(lambda: live.job(job)["state"] == "done", 60, "the job to be done")
     for label in ("build", "bench"):
         seen = dumped(out, label)
         assert_scrubbed(seen, token=token)

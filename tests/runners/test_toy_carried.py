@@ -11,6 +11,8 @@ from runners.candidates import CandidateBuilder
 from runners.jobspec import CandidateSpec, CarriedPatch, RepositorySpec
 from runners.toy import ChangeKind, ToyRepository, create_toy_repository
 
+pytestmark = pytest.mark.slow  # builds the real toy repository with git
+
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory: pytest.TempPathFactory) -> ToyRepository:

@@ -22,6 +22,8 @@ import pytest
 from runners.parsing import RunStatus, parse_run
 from runners.toy import ToyRepository, create_toy_repository
 
+pytestmark = pytest.mark.slow  # real toy pipeline runs (torch on the CPU)
+
 pytest.importorskip("torch")
 
 STEPS = 20

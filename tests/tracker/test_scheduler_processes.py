@@ -16,10 +16,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 import pytest
@@ -28,23 +27,14 @@ from sqlalchemy import Engine, create_engine, func, select, text, update
 from tests.conftest import ROOT, SUITES
 from tests.live import free_port
 from tests.tracker.test_scheduling import commit, git
+from tests.waiting import wait_until
 from tracker import db
 from tracker.models import Job, JobReason, NightlyRun, apscheduler_jobs
 from tracker.settings import Settings
 
-ALL_SERIES = 7  # the shipped suite: four cases on H200, three on GB300
-T = TypeVar("T")
+pytestmark = pytest.mark.slow  # two real perftrack serve processes
 
-
-def wait_for(check: Callable[[], T], *, timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(0.25)
+ALL_SERIES = 7  # the tests' suite: four cases on H200, three on GB300
 
 
 @pytest.fixture
@@ -56,7 +46,7 @@ def pg_scratch(scratch_db_url: str) -> str:
 
 @pytest.fixture
 def suite_dir(tmp_path: Path) -> tuple[Path, Path]:
-    """The shipped suite, its repository a local git repository, its nightly every minute (UTC)."""
+    """The tests' suite, its repository a local git repository, its nightly every minute (UTC)."""
     upstream = tmp_path / "upstream"
     upstream.mkdir()
     git(upstream, "init", "--quiet", "--initial-branch=main")
@@ -114,6 +104,15 @@ def move_next_fire_into_the_past(engine: Engine, name: str) -> None:
         )
 
 
+def next_fire(engine: Engine, name: str) -> float:
+    """The stored next fire time (POSIX seconds) of the schedule ``name``."""
+    with engine.connect() as connection:
+        stored = connection.scalar(
+            select(apscheduler_jobs.c.next_run_time).where(apscheduler_jobs.c.id == name)
+        )
+    return float(stored or 0.0)  # no row: nothing stored yet
+
+
 @pytest.fixture
 def servers(
     pg_scratch: str, suite_dir: tuple[Path, Path], tmp_path: Path
@@ -146,7 +145,7 @@ def servers(
             started[process.pid] = (process, f"http://127.0.0.1:{port}")
         for index, (process, url) in enumerate(started.values()):
             log_path = tmp_path / f"server-{index}.log"
-            wait_for(partial(_healthy, url, process, log_path), timeout_s=60, what=f"{url} to serve")
+            wait_until(partial(_healthy, url, process, log_path), timeout_s=60, what=f"{url} to serve")
         yield started
     finally:
         for process, _url in started.values():
@@ -179,16 +178,20 @@ def test_two_servers_fire_each_nightly_once_and_the_survivor_takes_over(
 ) -> None:
     engine = create_engine(pg_scratch)
     try:
-        leader = wait_for(lambda: leader_pid(engine), timeout_s=30, what="a leader")
+        leader = wait_until(lambda: leader_pid(engine), timeout_s=30, what="a leader")
         assert leader in servers
-        wait_for(
+        wait_until(
             lambda: runs_stored_job(engine), timeout_s=30, what="the nightly job in APScheduler's job store"
         )
 
         # A fire is due: exactly one process runs it.
         move_next_fire_into_the_past(engine, "sglang-nightly")
-        wait_for(lambda: runs(engine), timeout_s=30, what="the first nightly")
-        time.sleep(6)  # a wake-up of both processes later, would a second record or job set appear?
+        wait_until(lambda: runs(engine), timeout_s=30, what="the first nightly")
+        # The leader moves the stored fire time on after handing the fire to its executor; from
+        # then on no process can run that fire again (the other one is not leading). Wait for
+        # that, and for the fire's jobs, instead of sleeping a while and hoping nothing follows.
+        wait_until(lambda: next_fire(engine, "sglang-nightly") > time.time(), 30, "the store to move on")
+        wait_until(lambda: nightly_jobs(engine) >= ALL_SERIES, 30, "the nightly's jobs")
         first = runs(engine)
         assert len({run.scheduled_for for run in first}) == len(first)  # one record per fire time
         assert nightly_jobs(engine) == ALL_SERIES  # queued once, by one process
@@ -202,8 +205,8 @@ def test_two_servers_fire_each_nightly_once_and_the_survivor_takes_over(
         process.wait(timeout=10)
         killed_at = dt.datetime.now(dt.UTC)
         survivor = next(pid for pid in servers if pid != leader)
-        wait_for(lambda: leader_pid(engine) == survivor, timeout_s=30, what="the survivor to lead")
-        wait_for(
+        wait_until(lambda: leader_pid(engine) == survivor, timeout_s=30, what="the survivor to lead")
+        wait_until(
             lambda: [run for run in runs(engine) if run.fired_at >= killed_at],
             timeout_s=90,
             what="the survivor's nightly",

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session
 
 from tests.conftest import SUITES
+from tests.waiting import wait_until
 from tracker import db
 from tracker.branch_head import BranchUnavailable, ls_remote_head
 from tracker.catalog import sync_suites
@@ -31,7 +32,7 @@ from tracker.suites import ResolvedSchedule, load_suites
 
 NOW = dt.datetime(2026, 11, 29, 18, 0, 5, tzinfo=dt.UTC)
 TEST_LOCK_KEY = LOCK_KEY - 1  # never the lock a live scheduler on the test database holds
-ALL_SERIES = 7  # the shipped suite: four cases on H200, three on GB300
+ALL_SERIES = 7  # the tests' suite: four cases on H200, three on GB300
 
 
 def git(repo: Path, *args: str) -> str:
@@ -94,7 +95,7 @@ def nightly_jobs(session: Session) -> list[Job]:
 # --- the suite's schedules --------------------------------------------------------------------
 
 
-def test_shipped_schedule_resolves_its_defaults() -> None:
+def test_suite_schedule_resolves_its_defaults() -> None:
     [suite] = load_suites(SUITES)
     [nightly] = suite.schedules
     assert nightly.branch == "main"  # the repository's default branch
@@ -283,12 +284,11 @@ def nightly_runs(engine: Engine) -> list[NightlyRun]:
         return list(session.scalars(select(NightlyRun).order_by(NightlyRun.id)))
 
 
-def wait_for(condition: object, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
+def stored_next_fire(engine: Engine) -> float:
+    """The one stored nightly job's next fire time (POSIX seconds), as APScheduler's store holds it."""
+    with engine.connect() as connection:
+        [(next_run,)] = connection.execute(select(apscheduler_jobs.c.next_run_time)).all()
+    return float(next_run)
 
 
 def test_missed_fire_runs_once_when_the_scheduler_comes_back(scratch_engine: Engine, tmp_path: Path) -> None:
@@ -317,21 +317,24 @@ def test_missed_fire_runs_once_when_the_scheduler_comes_back(scratch_engine: Eng
     second = service(scratch_engine, tmp_path, nightly)
     second.step()
     try:
-        wait_for(lambda: len(nightly_runs(scratch_engine)) >= 1, timeout_s=5)
-        time.sleep(0.5)  # would a second, third or fourth run of the missed fires follow?
-        runs = nightly_runs(scratch_engine)
+        wait_until(lambda: nightly_runs(scratch_engine), 30, "the missed fire to run")
+        # Once the stored next fire time is an hour on, no missed fire is left to run: every run
+        # of this wake-up was handed to the executor before the store moved on, and stop() waits
+        # for the executor. No sleep-and-see: a slow machine cannot hide a second run.
+        wait_until(lambda: stored_next_fire(scratch_engine) > time.time(), 30, "the store to move on")
     finally:
         second.stop()
+    runs = nightly_runs(scratch_engine)
     assert len(runs) == 1
     [run] = runs
     assert run.commit_sha == "ab" * 20
     assert run.jobs_queued == ALL_SERIES
     assert run.scheduled_for is not None
     assert run.scheduled_for == latest_fire  # the newest missed fire, run once (coalesced)
-    with scratch_engine.connect() as connection:
-        [(next_run,)] = connection.execute(select(apscheduler_jobs.c.next_run_time)).all()
     # The store moved on to the next hour: a restart does not run the missed fires again.
-    assert next_run == pytest.approx((latest_fire + dt.timedelta(hours=1)).timestamp())
+    assert stored_next_fire(scratch_engine) == pytest.approx(
+        (latest_fire + dt.timedelta(hours=1)).timestamp()
+    )
 
 
 def test_two_services_one_leader_one_run_per_fire(scratch_engine: Engine, tmp_path: Path) -> None:
@@ -342,15 +345,14 @@ def test_two_services_one_leader_one_run_per_fire(scratch_engine: Engine, tmp_pa
     first.start()
     second.start()
     try:
-        wait_for(lambda: first.is_leader or second.is_leader, timeout_s=3)
+        wait_until(lambda: first.is_leader or second.is_leader, 30, "a leader")
         leader, follower = (first, second) if first.is_leader else (second, first)
-        wait_for(lambda: len(nightly_runs(scratch_engine)) >= 2, timeout_s=4)
+        wait_until(lambda: len(nightly_runs(scratch_engine)) >= 2, 30, "two fires")
         assert not follower.is_leader
         leader.stop()  # the leader goes away; the follower takes over
-        wait_for(lambda: follower.is_leader, timeout_s=3)
-        assert follower.is_leader
+        wait_until(lambda: follower.is_leader, 30, "the follower to lead")
         count = len(nightly_runs(scratch_engine))
-        wait_for(lambda: len(nightly_runs(scratch_engine)) > count, timeout_s=3)
+        wait_until(lambda: len(nightly_runs(scratch_engine)) > count, 30, "the follower's fire")
     finally:
         first.stop()
         second.stop()

@@ -1,4 +1,8 @@
-"""Suite files: the shipped suite loads; every kind of mistake names file, line and field."""
+"""Suite files: the shipped suites load; every kind of mistake names file, line and field.
+
+The tests read their own copy (tests/data/suites/); only
+:func:`test_shipped_suites_load_and_validate` reads the shipped suites.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,24 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tests.conftest import SUITES
+from tests.conftest import SHIPPED_SUITES, SUITES
 from tracker.catalog import sync_suites
 from tracker.errors import SuiteError
 from tracker.models import Case
 from tracker.suites import load_suite, load_suites, parse_suite
 
-SHIPPED = (SUITES / "sglang-diffusion.toml").read_text()
+SUITE_TEXT = (SUITES / "sglang-diffusion.toml").read_text()
 
 
-def test_shipped_suite_has_the_maintainers_cases() -> None:
+def test_shipped_suites_load_and_validate(session: Session) -> None:
+    """The one test of the product's own suite files: they parse, validate and sync into the catalog."""
+    suites = load_suites(SHIPPED_SUITES)
+    assert suites
+    assert all(suite.cases for suite in suites)
+    sync_suites(session=session, suites=suites)
+
+
+def test_suite_file_has_the_maintainers_cases() -> None:
     suite = load_suite(SUITES / "sglang-diffusion.toml")
     cases = {case.slug: case for case in suite.cases}
     qwen = cases["qwen-image-t2i-1024"]
@@ -51,8 +63,8 @@ def test_shipped_suite_has_the_maintainers_cases() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "line", "field", "message"),
     [
-        ("width = 848", "width = -5", 145, "cases[3].params.width", "greater than 0"),
-        ('slug = "wan2.1-t2v-1.3b"', 'slug = "wan2.2-t2v-a14b"', 102, "cases[2].slug", "duplicate case slug"),
+        ("width = 848", "width = -5", 149, "cases[3].params.width", "greater than 0"),
+        ('slug = "wan2.1-t2v-1.3b"', 'slug = "wan2.2-t2v-a14b"', 106, "cases[2].slug", "duplicate case slug"),
         ("threshold_pct = 3.0", "threshold_pct = 0", None, "cases[6].threshold_pct", "greater than 0"),
         (
             'hardware = ["GB300"]\nnum_gpus = 2\n# Nine',
@@ -64,26 +76,26 @@ def test_shipped_suite_has_the_maintainers_cases() -> None:
         (
             "enable-cfg-parallel = true",
             "enable-cfg-parallel = [1]",
-            94,
+            98,
             "cases[1].flags.enable-cfg-parallel",
             "valid",
         ),
         (
             'task = "t2v"\npaths = ["python/sglang/multimodal_gen/**/wan*.py"]\nhardware = ["H200"]\nnum_gpus = 8',
             'task = "video"\npaths = ["python/sglang/multimodal_gen/**/wan*.py"]\nhardware = ["H200"]\nnum_gpus = 8',
-            76,
+            80,
             "cases[1].task",
             "'t2i'",
         ),
-        ("[suite]", "[suite", 7, None, "not valid TOML"),
+        ("[suite]", "[suite", 11, None, "not valid TOML"),
     ],
 )
 def test_malformed_suite_names_file_line_and_field(
     old: str, new: str, line: int | None, field: str | None, message: str
 ) -> None:
-    assert old in SHIPPED
+    assert old in SUITE_TEXT
     with pytest.raises(SuiteError) as caught:
-        parse_suite(SHIPPED.replace(old, new, 1), "suites/broken.toml")
+        parse_suite(SUITE_TEXT.replace(old, new, 1), "suites/broken.toml")
     error = caught.value
     assert error.path == "suites/broken.toml"
     if line is not None:
@@ -96,7 +108,9 @@ def test_malformed_suite_names_file_line_and_field(
 
 
 def test_missing_required_field_points_at_its_table() -> None:
-    broken = SHIPPED.replace("seed = 42\n\n[cases.flags]\ndit-layerwise", "\n[cases.flags]\ndit-layerwise", 1)
+    broken = SUITE_TEXT.replace(
+        "seed = 42\n\n[cases.flags]\ndit-layerwise", "\n[cases.flags]\ndit-layerwise", 1
+    )
     with pytest.raises(SuiteError) as caught:
         parse_suite(broken, "x.toml")
     assert caught.value.field == "cases[3].params.seed"
@@ -106,7 +120,7 @@ def test_missing_required_field_points_at_its_table() -> None:
 
 
 def test_threshold_override_must_name_a_hardware_of_the_case() -> None:
-    broken = SHIPPED.replace("thresholds = { GB300 = 2.0 }", "thresholds = { H200 = 2.0 }")
+    broken = SUITE_TEXT.replace("thresholds = { GB300 = 2.0 }", "thresholds = { H200 = 2.0 }")
     with pytest.raises(SuiteError, match="not in this case's hardware list"):
         parse_suite(broken, "x.toml")
 
@@ -120,7 +134,7 @@ def test_unreadable_suite_file(tmp_path: Path) -> None:
 
 def test_changed_parameter_is_a_new_case_version(session: Session, tmp_path: Path) -> None:
     (tmp_path / "suite.toml").write_text(
-        SHIPPED.replace("num-inference-steps = 50", "num-inference-steps = 40", 1)
+        SUITE_TEXT.replace("num-inference-steps = 50", "num-inference-steps = 40", 1)
     )
     report = sync_suites(session=session, suites=load_suites(tmp_path))
     assert report.new_versions == ["qwen-image-t2i-1024"]
@@ -138,7 +152,7 @@ def test_changed_parameter_is_a_new_case_version(session: Session, tmp_path: Pat
 
 
 def test_threshold_change_updates_in_place(session: Session, tmp_path: Path) -> None:
-    (tmp_path / "suite.toml").write_text(SHIPPED.replace("threshold_pct = 3.0", "threshold_pct = 2.5", 1))
+    (tmp_path / "suite.toml").write_text(SUITE_TEXT.replace("threshold_pct = 3.0", "threshold_pct = 2.5", 1))
     report = sync_suites(session=session, suites=load_suites(tmp_path))
     assert report.updated == ["z-image-turbo-serve-gb300"]
     assert report.new_versions == []
@@ -151,13 +165,13 @@ def test_threshold_change_updates_in_place(session: Session, tmp_path: Path) -> 
 
 # --- [[schedule]] -----------------------------------------------------------------------------
 
-SCHEDULE = SHIPPED[SHIPPED.index("[[schedule]]") :]
+SCHEDULE = SUITE_TEXT[SUITE_TEXT.index("[[schedule]]") :]
 
 
 def _schedule_line(key: str) -> int:
     """The line of the shipped schedule's ``key = ...``."""
-    offset = SHIPPED.index(f"\n{key} =", SHIPPED.index("[[schedule]]"))
-    return SHIPPED.count("\n", 0, offset) + 2
+    offset = SUITE_TEXT.index(f"\n{key} =", SUITE_TEXT.index("[[schedule]]"))
+    return SUITE_TEXT.count("\n", 0, offset) + 2
 
 
 @pytest.mark.parametrize(
@@ -213,7 +227,7 @@ def test_malformed_schedule_names_file_line_and_field(
     old: str, new: str, key: str, field: str, message: str
 ) -> None:
     assert old in SCHEDULE
-    broken = SHIPPED.replace(SCHEDULE, SCHEDULE.replace(old, new, 1))
+    broken = SUITE_TEXT.replace(SCHEDULE, SCHEDULE.replace(old, new, 1))
     with pytest.raises(SuiteError) as caught:
         parse_suite(broken, "suites/broken.toml")
     error = caught.value
@@ -225,25 +239,25 @@ def test_malformed_schedule_names_file_line_and_field(
 
 
 def test_schedule_defaults_come_from_the_repository_and_the_cases() -> None:
-    minimal = SHIPPED.replace(SCHEDULE, '[[schedule]]\nname = "plain"\ncron = "30 1 * * 1-5"\n')
+    minimal = SUITE_TEXT.replace(SCHEDULE, '[[schedule]]\nname = "plain"\ncron = "30 1 * * 1-5"\n')
     [plain] = parse_suite(minimal).schedules
     assert (plain.branch, plain.timezone, plain.backfill_limit) == ("main", "UTC", 0)
     assert plain.hardware == ["H200", "GB300"]  # every kind a case runs on, not H100
-    everything = SHIPPED.replace("backfill = 10", 'backfill = true\nbranch = "release/v0.5"')
+    everything = SUITE_TEXT.replace("backfill = 10", 'backfill = true\nbranch = "release/v0.5"')
     [nightly] = parse_suite(everything).schedules
     assert (nightly.branch, nightly.backfill_limit) == ("release/v0.5", 20)
-    assert parse_suite(SHIPPED.replace(SCHEDULE, "")).schedules == []
+    assert parse_suite(SUITE_TEXT.replace(SCHEDULE, "")).schedules == []
 
 
 def test_duplicate_schedule_names_are_refused(tmp_path: Path) -> None:
-    twice = SHIPPED + "\n" + SCHEDULE
+    twice = SUITE_TEXT + "\n" + SCHEDULE
     with pytest.raises(SuiteError) as caught:
         parse_suite(twice, "suites/broken.toml")
     assert caught.value.field == "schedule[1].name"
     assert "duplicate schedule name 'sglang-nightly'" in caught.value.message
-    (tmp_path / "a.toml").write_text(SHIPPED)
-    other = SHIPPED.replace('name = "sglang-diffusion"', 'name = "other-suite"', 1)
-    for old_slug in {case.slug for case in parse_suite(SHIPPED).cases}:
+    (tmp_path / "a.toml").write_text(SUITE_TEXT)
+    other = SUITE_TEXT.replace('name = "sglang-diffusion"', 'name = "other-suite"', 1)
+    for old_slug in {case.slug for case in parse_suite(SUITE_TEXT).cases}:
         other = other.replace(f'slug = "{old_slug}"', f'slug = "x-{old_slug}"')
     (tmp_path / "b.toml").write_text(other)
     with pytest.raises(SuiteError, match="also in"):
@@ -263,14 +277,14 @@ def test_case_paths_join_the_shared_paths_of_the_defaults() -> None:
 
 @pytest.mark.parametrize("bad", ["/etc/passwd", "python/../../secret.py"])
 def test_paths_must_stay_inside_the_repository(bad: str) -> None:
-    text = SHIPPED.replace('paths = ["python/sglang/multimodal_gen/**/flux*.py"]', f'paths = ["{bad}"]', 1)
+    text = SUITE_TEXT.replace('paths = ["python/sglang/multimodal_gen/**/flux*.py"]', f'paths = ["{bad}"]', 1)
     with pytest.raises(SuiteError, match="relative to the repository root"):
         parse_suite(text, "suites/broken.toml")
 
 
 def test_changed_paths_update_the_case_in_place(session: Session, tmp_path: Path) -> None:
     """Paths say when to run a case, not what it measures: no new version, no new series."""
-    (tmp_path / "suite.toml").write_text(SHIPPED.replace("**/flux*.py", "**/flux_*.py", 1))
+    (tmp_path / "suite.toml").write_text(SUITE_TEXT.replace("**/flux*.py", "**/flux_*.py", 1))
     report = sync_suites(session=session, suites=load_suites(tmp_path))
     assert report.updated == ["flux1-dev-serve-gb300"]
     assert report.new_versions == []

@@ -4,12 +4,12 @@ instead of failing with a unique violation (PostgreSQL; SQLite serialises writer
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, text
 
 from tests.tracker.test_scheduling import scratch_engine
+from tests.waiting import wait_until
 from tracker import db
 from tracker.models import Candidate, Commit, Repository
 from tracker.schemas import CommitIn
@@ -17,6 +17,18 @@ from tracker.vcs import ensure_candidate, upsert_commit
 
 __all__ = ["scratch_engine"]
 SHA = "abcdef1234567890abcdef1234567890abcdef12"
+
+
+def lock_waits(engine: Engine) -> int:
+    """How many sessions of this database wait for a lock (PostgreSQL)."""
+    with engine.connect() as connection:
+        waiting = connection.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+        )
+    return int(waiting or 0)
 
 
 def test_a_commit_and_candidate_inserted_concurrently_are_shared(scratch_engine: Engine) -> None:
@@ -44,7 +56,8 @@ def test_a_commit_and_candidate_inserted_concurrently_are_shared(scratch_engine:
 
     thread = threading.Thread(target=second_upload)
     thread.start()
-    time.sleep(1.0)  # the second upload is now blocked on the first one's uncommitted rows
+    # Commit only once the second upload is really blocked on the first one's uncommitted rows.
+    wait_until(lambda: lock_waits(scratch_engine), 30, "the second upload to wait on the first one's rows")
     assert thread.is_alive()
     first.commit()
     thread.join(timeout=30)

@@ -52,7 +52,7 @@ def _standalone_app(root: Path, database_url: str | None) -> tuple[FastAPI, Toke
     from tracker.tokens import create_token
     from web.app import create_app
 
-    suites = Path(__file__).resolve().parents[2] / "suites"
+    suites = Path(__file__).resolve().parents[2] / "tests" / "data" / "suites"
     settings = Settings(
         database_url=database_url or f"sqlite:///{root / 'campaign.db'}",
         data_dir=root,

@@ -242,9 +242,9 @@ def test_db_commands(cli_env: str) -> None:
 
 def test_suites_check_reports_line_and_field(tmp_path: Path) -> None:
     broken = tmp_path / "broken.toml"
-    shipped = (SUITES / "sglang-diffusion.toml").read_text()
-    line = shipped.splitlines().index("width = 848") + 1
-    broken.write_text(shipped.replace("width = 848", "width = 0"))
+    suite_text = (SUITES / "sglang-diffusion.toml").read_text()
+    line = suite_text.splitlines().index("width = 848") + 1
+    broken.write_text(suite_text.replace("width = 848", "width = 0"))
     code, output = invoke("suites", "check", str(SUITES / "sglang-diffusion.toml"), str(broken))
     assert code == 1
     assert "7 cases" in output

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.conftest import SUITES
 from tracker import db
 from tracker.errors import PerftrackError
 from tracker.settings import Settings
@@ -21,7 +22,9 @@ def test_health_ok(client: TestClient) -> None:
 
 def test_unreachable_database_is_503_without_secrets(tmp_path: Path) -> None:
     settings = Settings(
-        database_url="postgresql://perftrack:s3cret-password@127.0.0.1:1/perftrack", data_dir=tmp_path
+        database_url="postgresql://perftrack:s3cret-password@127.0.0.1:1/perftrack",
+        data_dir=tmp_path,
+        suite_dir=SUITES,
     )
     with TestClient(create_app(settings, prepare=False)) as client:
         response = client.get("/healthz")
@@ -31,7 +34,7 @@ def test_unreachable_database_is_503_without_secrets(tmp_path: Path) -> None:
 
 
 def test_serve_migrates_a_new_sqlite_database(tmp_path: Path) -> None:
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'new.db'}", data_dir=tmp_path)
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'new.db'}", data_dir=tmp_path, suite_dir=SUITES)
     with TestClient(create_app(settings)) as client:
         assert client.get("/healthz").json()["schema_revision"] == db.head_revision()
         assert any(case["slug"] == "qwen-image-t2i-1024" for case in client.get("/api/v1/cases").json())
@@ -40,6 +43,6 @@ def test_serve_migrates_a_new_sqlite_database(tmp_path: Path) -> None:
 def test_postgres_is_never_migrated_implicitly(scratch_db_url: str, tmp_path: Path) -> None:
     if scratch_db_url.startswith("sqlite"):
         pytest.skip("SQLite databases are migrated by serve on purpose")
-    app = create_app(Settings(database_url=scratch_db_url, data_dir=tmp_path))
+    app = create_app(Settings(database_url=scratch_db_url, data_dir=tmp_path, suite_dir=SUITES))
     with pytest.raises(PerftrackError, match="perftrack db upgrade"), TestClient(app):
         pass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from typer.testing import CliRunner
 from perftrack.cli import app as cli_app
 from tests.conftest import SUITES
 from tests.factories import regression_payloads
+from tests.waiting import wait_until
 from tracker import db
 from tracker.branch_head import BranchUnavailable
 from tracker.models import Job, JobState, NightlyRun, apscheduler_jobs
@@ -134,13 +134,12 @@ def test_app_runs_the_scheduler_when_enabled(scratch_db_url: str, tmp_path: Path
     engine = db.make_engine(url)
     try:
         with TestClient(create_app(settings, engine)):
-            deadline = time.monotonic() + 5
-            stored: list[str] = []
-            while time.monotonic() < deadline and not stored:
+
+            def stored() -> list[str]:
                 with engine.connect() as connection:
-                    stored = list(connection.scalars(select(apscheduler_jobs.c.id)))
-                time.sleep(0.05)
-            assert stored == ["sglang-nightly"]
+                    return list(connection.scalars(select(apscheduler_jobs.c.id)))
+
+            assert wait_until(stored, 30, "the nightly in the job store") == ["sglang-nightly"]
             contender = make_leader(url, data_dir=tmp_path)
             assert not contender.acquire()  # the app's scheduler leads
         assert contender.acquire()  # shutdown gave leadership up
@@ -176,9 +175,9 @@ def test_scheduler_once_fires_every_schedule(
         )
     suites = tmp_path / "suites"
     suites.mkdir()
-    shipped = (SUITES / "sglang-diffusion.toml").read_text()
+    suite_text = (SUITES / "sglang-diffusion.toml").read_text()
     (suites / "sglang-diffusion.toml").write_text(
-        shipped.replace("https://github.com/sgl-project/sglang.git", str(upstream))
+        suite_text.replace("https://github.com/sgl-project/sglang.git", str(upstream))
     )
     monkeypatch.setenv("PERFTRACK_DATABASE_URL", scratch_db_url)
     monkeypatch.setenv("PERFTRACK_DATA_DIR", str(tmp_path))

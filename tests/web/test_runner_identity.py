@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import SUITES
+from tests.leases import UNEXPIRING_LEASE_S
 from tests.live import live_server
 from tracker import db
 from tracker.models import TokenRole
@@ -61,7 +62,7 @@ def live(scratch_db_url: str, tmp_path: Path) -> Iterator[Live]:
         data_dir=tmp_path,
         suite_dir=SUITES,
         environment="test",
-        lease_seconds=600,
+        lease_seconds=UNEXPIRING_LEASE_S,  # no lease runs out while the test checks them
     )
     if not settings.is_sqlite:
         db.upgrade(settings.effective_database_url)
