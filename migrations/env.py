@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import pool
+from sqlalchemy import Connection, pool
 
 from tracker.db import make_engine
 from tracker.models import Base
@@ -43,15 +43,35 @@ def run_migrations_online() -> None:
     engine.dispose()
 
 
-def _run(connection: object) -> None:
+def _run(connection: Connection) -> None:
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        # Batch mode rebuilds a table (copy, DROP, rename); with foreign keys on, the DROP would
+        # delete or null every row that references the table. The pragma is a no-op inside a
+        # transaction, so it goes to the driver before the migration's transaction begins; the
+        # references are checked before that transaction commits.
+        _foreign_keys(connection, on=False)
     context.configure(
-        connection=connection,  # type: ignore[arg-type]
+        connection=connection,
         target_metadata=target_metadata,
         render_as_batch=True,  # SQLite needs batch mode to alter tables
         compare_type=True,
     )
     with context.begin_transaction():
         context.run_migrations()
+        if sqlite:
+            broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+            if broken:
+                raise RuntimeError(f"the migration left rows whose references are broken: {broken[:10]}")
+    if sqlite:
+        _foreign_keys(connection, on=True)
+
+
+def _foreign_keys(connection: Connection, *, on: bool) -> None:
+    """Switch SQLite's foreign keys on the driver's connection, outside any transaction."""
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    driver.execute(f"PRAGMA foreign_keys={'ON' if on else 'OFF'}")
 
 
 if context.is_offline_mode():

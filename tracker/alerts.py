@@ -154,7 +154,7 @@ def evaluate_series(
                 continue
             if _update(context, alert, change):
                 touched.append(alert)
-                if alert.confirmed:
+                if alert.confirmation.established:
                     confirmed.append(alert)
             continue
         if _is_recorded_fix(context, change) or _commit_has_alert(context, change):
@@ -169,7 +169,7 @@ def evaluate_series(
             continue
         matched.add(created.id)
         touched.append(created)
-        if created.confirmed:
+        if created.confirmation.established:
             confirmed.append(created)
     session.flush()
     if on_confirmed is not None:
@@ -300,7 +300,6 @@ def _suspect_anew(context: _Context, alert: Alert, change: Change) -> None:
     alert.last_good_commit_id = last_good.id
     alert.before_value, alert.after_value, alert.change_pct = change.before, change.after, change.change_pct
     alert.confirmation = AlertConfirmation.PENDING
-    alert.confirmed = False
     kept = {
         key: value
         for key, value in alert.evidence.items()
@@ -425,7 +424,6 @@ def _create(context: _Context, change: Change, *, undoes: Alert | None = None) -
         noise_pct=context.detection.noise.cv_pct if context.detection.noise else None,
         p_value=change.p_value,
         single_run_basis=change.single_run_basis,
-        confirmed=confirmation is AlertConfirmation.HELD,
         confirmation=confirmation,
         evidence=evidence,
         created_at=context.now,
@@ -488,7 +486,6 @@ def _update(context: _Context, alert: Alert, change: Change) -> bool:
     if alert.confirmation != AlertConfirmation.NOT_POSSIBLE or not change.established:
         return False  # a suspect waits for its paired rounds, whatever the nightly runs say meanwhile
     alert.confirmation = AlertConfirmation.HELD
-    alert.confirmed = True
     record(
         alert,
         reason=f"imported results held over {change.runs_after} runs: now {alert.change_pct:+.1f} % "

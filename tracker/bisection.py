@@ -31,6 +31,7 @@ from tracker.history import GitHistory, HistoryUnavailable, stored_first_parent_
 from tracker.jobs import enqueue_job
 from tracker.models import (
     Alert,
+    BisectionState,
     BisectionStep,
     Candidate,
     Commit,
@@ -68,13 +69,13 @@ def start_bisection(*, session: Session, alert: Alert, history: GitHistory | Non
             upsert_commit(session=session, repository=bad.repository, commit=entry) for entry in listed
         ]
     if len(commits) <= 1:
-        alert.bisection_state = "not_needed"
+        alert.bisection_state = BisectionState.NOT_NEEDED
         alert.culprit_commit = bad
         _event(
             alert, f"{good.short_sha} and {bad.short_sha} are adjacent: the culprit is {_describe(bad)}", now
         )
         return
-    alert.bisection_state = "running"
+    alert.bisection_state = BisectionState.RUNNING
     alert.evidence = {**alert.evidence, "bisection_range": [commit.id for commit in commits]}
     _event(
         alert,
@@ -88,7 +89,7 @@ def start_bisection(*, session: Session, alert: Alert, history: GitHistory | Non
 
 def advance(*, session: Session, alert: Alert, now: dt.datetime) -> None:
     """Take the next bisection step: classify measured commits, queue the next one, or conclude."""
-    if alert.bisection_state != "running":
+    if alert.bisection_state is not BisectionState.RUNNING:
         return
     commit_ids: list[int] = list(alert.evidence.get("bisection_range", []))
     commits = {
@@ -290,19 +291,19 @@ def record_paired_step(*, session: Session, comparison: Comparison, now: dt.date
 def _conclude(alert: Alert, suspects: list[Commit], now: dt.datetime) -> None:
     steps = sum(1 for step in alert.bisection_steps if step.job_id is not None)
     if len(suspects) == 1:
-        alert.bisection_state = "found"
+        alert.bisection_state = BisectionState.FOUND
         alert.culprit_commit = suspects[0]
         _event(
             alert, f"bisection found the culprit {_describe(suspects[0])} after {steps} measured steps", now
         )
         return
-    alert.bisection_state = "gave_up"
+    alert.bisection_state = BisectionState.GAVE_UP
     listing = ", ".join(commit.short_sha for commit in suspects)
     _event(alert, f"bisection stopped: the commits that could be measured leave {listing} in doubt", now)
 
 
 def _unavailable(alert: Alert, why: str, now: dt.datetime) -> None:
-    alert.bisection_state = "unavailable"
+    alert.bisection_state = BisectionState.UNAVAILABLE
     alert.evidence = {**alert.evidence, "bisection_unavailable": why}
     _event(alert, f"no bisection: {why}", now)
 

@@ -226,7 +226,6 @@ def _arm_values(session: Session, comparison: Comparison, arm: Arm) -> list[floa
 
 def _confirm(session: Session, alert: Alert, note: str, now: dt.datetime) -> None:
     alert.confirmation = AlertConfirmation.CONFIRMED
-    alert.confirmed = True
     record(alert, reason=note, now=now)
     undone_id = alert.evidence.get("undoes_alert_id")
     undone = session.get(Alert, undone_id) if isinstance(undone_id, int) else None
@@ -323,7 +322,6 @@ def _reversed(alert: Alert, note: str, result: ComparisonResult, now: dt.datetim
     (:func:`tracker.alerts.evaluate_series`).
     """
     alert.confirmation = AlertConfirmation.REFUTED
-    alert.confirmed = False
     alert.evidence = {**alert.evidence, "the_other_way": True}
     way = "slower" if alert.direction is Direction.IMPROVEMENT else "faster"
     record(
@@ -379,7 +377,6 @@ def _refute(session: Session, alert: Alert, note: str, now: dt.datetime, compari
         excluded.append({"run_id": run.id, "runner_id": run.runner_id, "value": run.denoise_step_ms})
     alert.evidence = {**alert.evidence, "outlier_runs": excluded, "outlier_side": side}
     alert.confirmation = AlertConfirmation.REFUTED
-    alert.confirmed = False
     names = _runner_names(session, [run.runner_id for run in odd])
     listing = (
         ", ".join(

@@ -15,7 +15,17 @@ from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.sql.base import ExecutableOption
 
 from tracker.jobs import RunnerStatus, list_runners
-from tracker.models import HardwareKind, Job, JobState, Run, utcnow
+from tracker.models import (
+    AttemptOutcome,
+    Case,
+    HardwareKind,
+    Job,
+    JobAttempt,
+    JobState,
+    Run,
+    Runner,
+    utcnow,
+)
 from tracker.models.enums import PENDING_JOB_STATES
 
 # How many recent jobs to scan for a runner's failed attempts, and how many to show per runner.
@@ -30,9 +40,9 @@ class AttemptFailure:
     job_id: int
     case_slug: str
     attempt: int
-    outcome: str
+    outcome: AttemptOutcome
     reason: str
-    at: dt.datetime | None
+    at: dt.datetime
 
 
 @dataclass(frozen=True)
@@ -77,49 +87,52 @@ def _job_loads() -> list[ExecutableOption]:
         selectinload(Job.hardware_kind),
         selectinload(Job.candidate),
         selectinload(Job.leased_by),
+        selectinload(Job.attempt_history).selectinload(JobAttempt.runner),
     ]
 
 
 def _failed_attempts(*, session: Session, runner_names: set[str]) -> dict[str, list[AttemptFailure]]:
-    """Each runner's newest attempts that ended without a result, from the recent jobs' histories."""
-    jobs = session.scalars(
-        select(Job)
-        .where(Job.attempts > 0)
-        .order_by(Job.id.desc())
-        .limit(FAILURE_SCAN_JOBS)
-        .options(selectinload(Job.case))
+    """Each runner's newest attempts that ended without a result (among the recent jobs')."""
+    if not runner_names:
+        return {}
+    recent_jobs = select(Job.id).where(Job.attempts > 0).order_by(Job.id.desc()).limit(FAILURE_SCAN_JOBS)
+    newest = (
+        func.row_number()
+        .over(partition_by=JobAttempt.runner_id, order_by=(JobAttempt.ended_at.desc(), JobAttempt.id.desc()))
+        .label("newest")
     )
+    ranked = (
+        select(JobAttempt.id, newest)
+        .join(Runner, Runner.id == JobAttempt.runner_id)
+        .where(
+            Runner.name.in_(runner_names),
+            JobAttempt.outcome != AttemptOutcome.DONE,
+            JobAttempt.job_id.in_(recent_jobs.scalar_subquery()),
+        )
+        .subquery()
+    )
+    rows = session.execute(
+        select(JobAttempt, Runner.name, Case.slug)
+        .join(ranked, ranked.c.id == JobAttempt.id)
+        .join(Runner, Runner.id == JobAttempt.runner_id)
+        .join(Job, Job.id == JobAttempt.job_id)
+        .join(Case, Case.id == Job.case_id)
+        .where(ranked.c.newest <= FAILURES_PER_RUNNER)
+        .order_by(Runner.name, JobAttempt.ended_at.desc(), JobAttempt.id.desc())
+    ).all()
     found: dict[str, list[AttemptFailure]] = {}
-    for job in jobs:
-        for entry in job.attempt_history:
-            runner = entry.get("runner")
-            if runner not in runner_names or entry.get("outcome") == "done":
-                continue
-            found.setdefault(str(runner), []).append(
-                AttemptFailure(
-                    job_id=job.id,
-                    case_slug=job.case.slug,
-                    attempt=int(entry.get("attempt") or 0),
-                    outcome=str(entry.get("outcome") or ""),
-                    reason=str(entry.get("reason") or ""),
-                    at=_parse_time(entry.get("at")),
-                )
+    for attempt, runner_name, case_slug in rows:
+        found.setdefault(runner_name, []).append(
+            AttemptFailure(
+                job_id=attempt.job_id,
+                case_slug=case_slug,
+                attempt=attempt.number,
+                outcome=attempt.outcome,
+                reason=attempt.reason,
+                at=attempt.ended_at,
             )
-    epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
-    return {
-        name: sorted(entries, key=lambda failure: failure.at or epoch, reverse=True)[:FAILURES_PER_RUNNER]
-        for name, entries in found.items()
-    }
-
-
-def _parse_time(value: object) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+        )
+    return found
 
 
 @dataclass(frozen=True)
@@ -134,9 +147,9 @@ class JobRow:
         """The job's failure reason, else the latest attempt's that ended without a result."""
         if self.job.failure_reason:
             return self.job.failure_reason
-        for entry in reversed(self.job.attempt_history):
-            if entry.get("outcome") != "done" and entry.get("reason"):
-                return str(entry["reason"])
+        for attempt in reversed(self.job.attempt_history):
+            if attempt.outcome is not AttemptOutcome.DONE and attempt.reason:
+                return attempt.reason
         return None
 
 

@@ -29,12 +29,14 @@ from tracker.metrics import record_lease_expiries
 from tracker.models import (
     ApiToken,
     Arm,
+    AttemptOutcome,
     Candidate,
     Case,
     Comparison,
     ComparisonKind,
     HardwareKind,
     Job,
+    JobAttempt,
     JobReason,
     JobState,
     Runner,
@@ -234,9 +236,9 @@ def expire_leases(*, session: Session, now: dt.datetime | None = None) -> list[J
         runner = session.get(Runner, job.leased_by_runner_id) if job.leased_by_runner_id else None
         _end_attempt(
             job,
-            outcome="lease expired",
+            outcome=AttemptOutcome.LEASE_EXPIRED,
             reason=f"lease expired at {job.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC without a heartbeat",
-            runner=runner.name if runner else None,
+            runner=runner,
             now=now,
         )
         if job.attempts >= job.max_attempts:
@@ -351,7 +353,11 @@ def release_job(
     now = now or utcnow()
     job = live_job(session=session, runner=runner, job_id=job_id, attempt=attempt, now=now)
     _end_attempt(
-        job, outcome="released", reason=reason or "released by the runner", runner=runner.name, now=now
+        job,
+        outcome=AttemptOutcome.RELEASED,
+        reason=reason or "released by the runner",
+        runner=runner,
+        now=now,
     )
     job.max_attempts += 1  # a clean hand-back is not a failed attempt
     job.state = JobState.QUEUED
@@ -366,9 +372,9 @@ def finish_job(
     now = now or utcnow()
     _end_attempt(
         job,
-        outcome="failed" if failure_reason else "done",
+        outcome=AttemptOutcome.FAILED if failure_reason else AttemptOutcome.DONE,
         reason=failure_reason or "",
-        runner=runner.name,
+        runner=runner,
         now=now,
     )
     job.state = JobState.FAILED if failure_reason else JobState.DONE
@@ -398,25 +404,26 @@ def _ended(*, session: Session, job: Job, now: dt.datetime) -> None:
     after_job_ended(session=session, job=job, now=now)
 
 
-def _end_attempt(job: Job, *, outcome: str, reason: str, runner: str | None, now: dt.datetime) -> None:
-    entry = {
-        "attempt": job.attempts,
-        "runner": runner,
-        "outcome": outcome,
-        "reason": reason,
-        "at": now.isoformat(),
-    }
-    job.attempt_history = [
-        *job.attempt_history,
-        entry,
-    ]  # reassign: JSON columns track assignment, not mutation
+def _end_attempt(
+    job: Job, *, outcome: AttemptOutcome, reason: str, runner: Runner | None, now: dt.datetime
+) -> None:
+    job.attempt_history.append(
+        JobAttempt(
+            number=job.attempts,
+            runner=runner,
+            outcome=outcome,
+            reason=reason,
+            started_at=job.leased_at,
+            ended_at=now,
+        )
+    )
     job.leased_by_runner_id = None
     job.lease_expires_at = None
 
 
 def _all_reasons(job: Job) -> str:
     lines = [
-        f"attempt {entry['attempt']}: {entry['outcome']}: {entry['reason']}" for entry in job.attempt_history
+        f"attempt {entry.number}: {entry.outcome.value}: {entry.reason}" for entry in job.attempt_history
     ]
     return f"failed after {job.attempts} attempts; " + "; ".join(lines)
 
@@ -470,6 +477,7 @@ def list_jobs(
             selectinload(Job.hardware_kind),
             selectinload(Job.candidate),
             selectinload(Job.leased_by),
+            selectinload(Job.attempt_history).selectinload(JobAttempt.runner),
         )
     )
     if state is not None:

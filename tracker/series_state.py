@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session
 from tracker.changepoints import Detection, DetectorConfig, detect_changes, noise_threshold_pct
 from tracker.models import (
     Alert,
-    AlertConfirmation,
     AlertStatus,
     Calibration,
     Candidate,
@@ -28,6 +27,7 @@ from tracker.models import (
     RunSource,
     RunStatus,
 )
+from tracker.models.enums import ESTABLISHED_CONFIRMATIONS
 
 LOOKBACK_COMMITS = 200
 
@@ -143,7 +143,7 @@ def known_breaks(
         select(Alert.first_bad_commit_id, Alert.culprit_commit_id, Alert.fixed_by_commit_id).where(
             Alert.case_id == case.id,
             Alert.hardware_kind_id == hardware.id,
-            Alert.confirmation.in_((AlertConfirmation.CONFIRMED.value, AlertConfirmation.HELD.value)),
+            Alert.confirmation.in_(ESTABLISHED_CONFIRMATIONS),
             Alert.status != AlertStatus.INVALID,
         )
     ).all()

@@ -14,7 +14,16 @@ from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.history import GitHistory
 from tracker.metrics import timed_detection
-from tracker.models import Alert, AlertConfirmation, AlertStatus, Case, Direction, HardwareKind, Run
+from tracker.models import (
+    Alert,
+    AlertConfirmation,
+    AlertStatus,
+    BisectionState,
+    Case,
+    Direction,
+    HardwareKind,
+    Run,
+)
 from tracker.models.enums import enum_values
 from tracker.reactions import evaluate_and_bisect
 
@@ -33,16 +42,12 @@ TRANSITIONS: dict[AlertStatus, frozenset[AlertStatus]] = {
 CONFIRMATIONS = tuple(enum_values(AlertConfirmation))
 # Suspects are not alerts: paired rounds are still deciding, refuted them, or could not tell
 # them from noise at the round cap ("unconfirmed: too noisy").
-SUSPECT_CONFIRMATIONS = (
-    AlertConfirmation.PENDING.value,
-    AlertConfirmation.REFUTED.value,
-    AlertConfirmation.TOO_NOISY.value,
-)
+SUSPECT_CONFIRMATIONS = (AlertConfirmation.PENDING, AlertConfirmation.REFUTED, AlertConfirmation.TOO_NOISY)
 
 
 def alert_state(alert: Alert) -> str:
     """The status a reader should see: ``confirming`` while re-runs decide whether it is real."""
-    if alert.confirmation == AlertConfirmation.PENDING and alert.status is AlertStatus.OPEN:
+    if alert.confirmation is AlertConfirmation.PENDING and alert.status is AlertStatus.OPEN:
         return "confirming"
     return alert.status.value
 
@@ -79,7 +84,7 @@ def list_alerts(
     if status is not None:
         if status == "confirming":
             query = query.where(
-                Alert.status == AlertStatus.OPEN, Alert.confirmation == AlertConfirmation.PENDING.value
+                Alert.status == AlertStatus.OPEN, Alert.confirmation == AlertConfirmation.PENDING
             )
         else:
             query = query.where(Alert.status == _status(status))
@@ -88,7 +93,7 @@ def list_alerts(
             raise InvalidInput(
                 "confirmation", f"unknown confirmation {confirmation!r}; valid: {', '.join(CONFIRMATIONS)}"
             )
-        query = query.where(Alert.confirmation == confirmation)
+        query = query.where(Alert.confirmation == AlertConfirmation(confirmation))
     if not suspects and status is None and confirmation is None:
         query = query.where(Alert.confirmation.not_in(SUSPECT_CONFIRMATIONS))
     if direction is not None:
@@ -149,8 +154,8 @@ def request_bisection(
 ) -> Alert:
     """Start (or restart after it was unavailable) the bisection of an alert by hand."""
     alert = get_alert(session=session, alert_id=alert_id)
-    if alert.bisection_state in ("running", "found", "not_needed"):
-        raise Conflict(f"alert {alert_id} bisection is already {alert.bisection_state}")
+    if alert.bisection_state in (BisectionState.RUNNING, BisectionState.FOUND, BisectionState.NOT_NEEDED):
+        raise Conflict(f"alert {alert_id} bisection is already {alert.bisection_state.value}")
     alert.bisection_state = None
     bisection.start_bisection(session=session, alert=alert, history=history, now=now)
     session.flush()

@@ -1,7 +1,7 @@
 """Fill a database with a year of nightly history at real shape, fast.
 
 Small tables (repository, cases, hardware kinds, commits, candidates, runners and their tokens,
-comparisons) go through the tracker's own functions. The big ones (``jobs``, ``runs``,
+comparisons) go through the tracker's own functions. The big ones (``jobs``, ``job_attempts``, ``runs``,
 ``run_stages``, ``run_artifacts``) are written with SQLAlchemy Core ``executemany`` from the same
 payload a runner uploads (:class:`tracker.schemas.JobResultIn`), each row holding exactly what
 :func:`tracker.ingest.ingest_job_result` stores for it (``tests/tracker/test_scale_generator.py``
@@ -28,6 +28,7 @@ from tracker.catalog import get_current_case, get_hardware_kind, sync_suites
 from tracker.jobs import PRIORITY, register_runner
 from tracker.models import (
     Arm,
+    AttemptOutcome,
     Candidate,
     Case,
     Commit,
@@ -36,6 +37,7 @@ from tracker.models import (
     ComparisonState,
     HardwareKind,
     Job,
+    JobAttempt,
     JobReason,
     JobState,
     Run,
@@ -60,6 +62,8 @@ FAILURES = (
     "NCCL error: unhandled system error",
 )
 CHUNK = 2000
+# The tables whose ids the writer hands out itself.
+_ID_TABLES = ("jobs", "job_attempts", "runs", "run_stages")
 
 
 @dataclass(frozen=True)
@@ -304,15 +308,6 @@ def job_row(
         "state": (JobState.FAILED if failure else JobState.DONE).value,
         "attempts": 1,
         "max_attempts": 3,
-        "attempt_history": [
-            {
-                "attempt": 1,
-                "runner": runner[1],
-                "outcome": "failed" if failure else "done",
-                "reason": failure or "",
-                "at": finished_at.isoformat(),
-            }
-        ],
         "leased_by_runner_id": None,
         "leased_at": leased_at,
         "lease_expires_at": None,
@@ -327,17 +322,38 @@ def job_row(
     }
 
 
+def attempt_row(
+    *, job_id: int, runner_id: int, leased_at: dt.datetime, finished_at: dt.datetime, failure: str | None
+) -> dict[str, Any]:
+    """The one attempt of a :func:`job_row` job (without its ``id``)."""
+    return {
+        "job_id": job_id,
+        "number": 1,
+        "runner_id": runner_id,
+        "outcome": (AttemptOutcome.FAILED if failure else AttemptOutcome.DONE).value,
+        "reason": failure or "",
+        "started_at": leased_at,
+        "ended_at": finished_at,
+    }
+
+
 class _Writer:
     """Buffers rows of the big tables and writes them in ``executemany`` chunks."""
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
-        self.tables: list[Table] = [Job.__table__, Run.__table__, RunStage.__table__, RunArtifacts.__table__]  # type: ignore[list-item]
+        self.tables: list[Table] = [
+            Job.__table__,  # type: ignore[list-item]
+            JobAttempt.__table__,  # type: ignore[list-item]
+            Run.__table__,  # type: ignore[list-item]
+            RunStage.__table__,  # type: ignore[list-item]
+            RunArtifacts.__table__,  # type: ignore[list-item]
+        ]
         self.buffers: dict[str, list[dict[str, Any]]] = {table.name: [] for table in self.tables}
-        self.next_id = {name: self._max_id(name) + 1 for name in ("jobs", "runs", "run_stages")}
+        self.next_id = {name: self._max_id(name) + 1 for name in _ID_TABLES}
 
     def _max_id(self, name: str) -> int:
-        sql = f"SELECT COALESCE(MAX(id), 0) FROM {name}"  # noqa: S608 - one of three fixed names
+        sql = f"SELECT COALESCE(MAX(id), 0) FROM {name}"  # noqa: S608 - one of the fixed _ID_TABLES
         return int(self.connection.execute(text(sql)).scalar_one())
 
     def take_id(self, name: str) -> int:
@@ -346,9 +362,15 @@ class _Writer:
         return value
 
     def add(
-        self, job: dict[str, Any], run: dict[str, Any], stages: list[dict[str, Any]], art: dict[str, Any]
+        self,
+        job: dict[str, Any],
+        attempt: dict[str, Any],
+        run: dict[str, Any],
+        stages: list[dict[str, Any]],
+        art: dict[str, Any],
     ) -> None:
         self.buffers["jobs"].append(job)
+        self.buffers["job_attempts"].append({"id": self.take_id("job_attempts"), **attempt})
         self.buffers["runs"].append(run)
         for stage in stages:
             stage["id"] = self.take_id("run_stages")
@@ -368,7 +390,7 @@ class _Writer:
         """PostgreSQL: move each id sequence past the ids written here."""
         if self.connection.dialect.name != "postgresql":
             return
-        for name in ("jobs", "runs", "run_stages"):
+        for name in _ID_TABLES:
             sql = f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), (SELECT MAX(id) FROM {name}))"  # noqa: S608
             self.connection.execute(text(sql))
 
@@ -566,7 +588,10 @@ def _add_run(
         runner_id=runner[0],
         created_at=finished_at,
     )
-    writer.add(job, run, stages, artifacts)
+    attempt = attempt_row(
+        job_id=job_id, runner_id=runner[0], leased_at=leased_at, finished_at=finished_at, failure=failure
+    )
+    writer.add(job, attempt, run, stages, artifacts)
     return result
 
 

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from sqlalchemy import Engine, event
 
 from tracker import db
-from tracker.models import Job, Run, RunArtifacts, RunStage, TokenRole
+from tracker.models import Job, JobAttempt, Run, RunArtifacts, RunStage, TokenRole
 from tracker.settings import Settings
 from tracker.tokens import create_token
 from tracker.triage import sweep
@@ -30,7 +30,13 @@ from web.app import create_app
 # The tables that grow with every run: a full scan of one of these is a finding.
 BIG_TABLES = frozenset(
     table.name  # type: ignore[attr-defined]
-    for table in (Run.__table__, RunArtifacts.__table__, RunStage.__table__, Job.__table__)
+    for table in (
+        Run.__table__,
+        RunArtifacts.__table__,
+        RunStage.__table__,
+        Job.__table__,
+        JobAttempt.__table__,
+    )
 )
 
 

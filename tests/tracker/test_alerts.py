@@ -205,7 +205,7 @@ def test_improvements_are_alerts_too(session: Session) -> None:
     [alert] = series_alerts(session)
     assert alert.direction.value == "improvement"
     assert alert.first_bad_commit.sha == sha(20)
-    assert alert.confirmed
+    assert alert.confirmation.established
 
 
 def test_noise_alone_raises_nothing(session: Session) -> None:

@@ -118,7 +118,7 @@ def test_expired_lease_requeues_then_fails_with_every_reason(session: Session) -
     assert job.failure_reason is not None
     assert "attempt 1: lease expired" in job.failure_reason
     assert "attempt 2: lease expired" in job.failure_reason
-    assert [entry["runner"] for entry in job.attempt_history] == ["one", "two"]
+    assert [entry.runner_name for entry in job.attempt_history] == ["one", "two"]
 
 
 def test_upload_is_per_attempt_idempotent_and_late_uploads_are_refused(session: Session) -> None:

@@ -15,6 +15,7 @@ from sqlalchemy import select, text
 from benchmarks.scale.generate import (
     START,
     ScaleConfig,
+    attempt_row,
     commit_in,
     generate,
     job_key_of,
@@ -27,7 +28,7 @@ from tracker import db
 from tracker.catalog import get_current_case, get_hardware_kind
 from tracker.ingest import IngestLimits, ingest_job_result
 from tracker.jobs import claim_job, enqueue_job, register_runner
-from tracker.models import Job, JobReason, Run, RunArtifacts, RunStage
+from tracker.models import Job, JobAttempt, JobReason, Run, RunArtifacts, RunStage
 from tracker.settings import Settings
 from tracker.vcs import ensure_candidate, upsert_commit
 from web.app import create_app
@@ -184,6 +185,11 @@ def test_rows_equal_what_ingest_stores(generated: tuple[str, Path, Any], failure
             expected_job.pop(column)
             actual_job.pop(column)
         assert actual_job == expected_job
+        actual_attempt = _row(session, JobAttempt, JobAttempt.job_id == job.id)
+        actual_attempt.pop("id")
+        assert actual_attempt == attempt_row(
+            job_id=job.id, runner_id=runner.id, leased_at=now, finished_at=now, failure=failure
+        )
         session.rollback()
     engine.dispose()
 

@@ -36,7 +36,7 @@ from tracker.github.events import CommentEvent, Event, PullRequestEvent
 from tracker.github.plan import ComparisonPlan, plan_comparison
 from tracker.github.render import code
 from tracker.github.status import OPEN_STATES, comparison_changed
-from tracker.models import Comparison, ComparisonState, Repository
+from tracker.models import Comparison, ComparisonState, OutboxKind, Repository
 from tracker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -298,7 +298,7 @@ def reply(session: Session, event: Event, body: str) -> None:
     """Queue a new comment on the event's pull request."""
     outbox.queue(
         session=session,
-        kind="reply",
+        kind=OutboxKind.REPLY,
         repository=event.repository,
         target=event.pr_number,
         payload=_with_installation({"body": body}, event),
@@ -310,7 +310,7 @@ def _react(session: Session, event: Event, content: str) -> None:
         return
     outbox.queue(
         session=session,
-        kind="reaction",
+        kind=OutboxKind.REACTION,
         repository=event.repository,
         target=event.comment_id,
         payload=_with_installation({"content": content}, event),

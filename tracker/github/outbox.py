@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -29,12 +29,11 @@ from tracker.comparison_views import comparison_view
 from tracker.errors import Conflict, NotFound
 from tracker.github.client import GithubClient, GithubError, client_from_settings
 from tracker.github.render import comparison_link, marker, render_comment
-from tracker.models import Comparison, GithubOutbox, utcnow
+from tracker.models import Comparison, GithubOutbox, OutboxKind, utcnow
 from tracker.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-KINDS = ("comment", "reply", "reaction", "status")
 BACKOFF_FIRST_S = 60
 BACKOFF_MAX_S = 3600
 _ERROR_CHARS = 500
@@ -55,17 +54,15 @@ class FlushReport:
 def queue(
     *,
     session: Session,
-    kind: str,
+    kind: OutboxKind,
     repository: str,
     target: str | int,
     payload: dict[str, Any] | None = None,
     comparison_id: int | None = None,
 ) -> GithubOutbox:
     """Add a GitHub write to the outbox (sent after the caller commits)."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown outbox kind {kind!r}")
     row = GithubOutbox(
-        kind=kind,
+        kind=OutboxKind(kind),  # a string that names no kind is a ValueError
         repository=repository,
         target=str(target),
         payload=dict(payload or {}),
@@ -78,7 +75,7 @@ def queue(
 
 
 def pending(
-    *, session: Session, comparison_id: int | None = None, kind: str | None = None
+    *, session: Session, comparison_id: int | None = None, kind: OutboxKind | None = None
 ) -> list[GithubOutbox]:
     """Rows not sent yet and not given up, oldest first."""
     query = (
@@ -186,11 +183,11 @@ def revive(*, session: Session, row_id: int) -> GithubOutbox:
 
 
 def _superseded(session: Session, row: GithubOutbox) -> bool:
-    if row.kind != "comment" or row.comparison_id is None:
+    if row.kind is not OutboxKind.COMMENT or row.comparison_id is None:
         return False
     newer = session.scalar(
         select(GithubOutbox.id).where(
-            GithubOutbox.kind == "comment",
+            GithubOutbox.kind == OutboxKind.COMMENT,
             GithubOutbox.comparison_id == row.comparison_id,
             GithubOutbox.done_at.is_(None),
             GithubOutbox.id > row.id,
@@ -204,21 +201,21 @@ def _send(*, session: Session, client: GithubClient, settings: Settings, row: Gi
     installation_id = row.payload.get("installation_id")
     if isinstance(installation_id, int):
         client.remember_installation(repository, installation_id)
-    if row.kind == "reply":
+    if row.kind is OutboxKind.REPLY:
         client.request(
             "POST",
             f"/repos/{repository}/issues/{row.target}/comments",
             repository=repository,
             json={"body": row.payload["body"]},
         )
-    elif row.kind == "reaction":
+    elif row.kind is OutboxKind.REACTION:
         client.request(
             "POST",
             f"/repos/{repository}/issues/comments/{row.target}/reactions",
             repository=repository,
             json={"content": row.payload["content"]},
         )
-    elif row.kind == "status":
+    elif row.kind is OutboxKind.STATUS:
         body: dict[str, Any] = {
             "state": row.payload["state"],
             "description": str(row.payload.get("description", ""))[:140],
@@ -228,10 +225,10 @@ def _send(*, session: Session, client: GithubClient, settings: Settings, row: Gi
         if link:
             body["target_url"] = link
         client.request("POST", f"/repos/{repository}/statuses/{row.target}", repository=repository, json=body)
-    elif row.kind == "comment":
+    elif row.kind is OutboxKind.COMMENT:
         _upsert_comment(session=session, client=client, settings=settings, row=row)
     else:
-        raise GithubError(f"unknown outbox kind {row.kind!r}")
+        assert_never(row.kind)
 
 
 def _upsert_comment(*, session: Session, client: GithubClient, settings: Settings, row: GithubOutbox) -> None:

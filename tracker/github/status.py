@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.github import outbox
-from tracker.models import Comparison, ComparisonState, GithubOutbox, Verdict
+from tracker.models import Comparison, ComparisonState, GithubOutbox, OutboxKind, Verdict
 
 OPEN_STATES = (ComparisonState.PENDING, ComparisonState.RUNNING)
 
@@ -19,10 +19,10 @@ def comparison_changed(*, session: Session, comparison: Comparison) -> None:
     if comparison.pr_number is None or not comparison.github_repository:
         return
     repository = comparison.github_repository
-    if not outbox.pending(session=session, comparison_id=comparison.id, kind="comment"):
+    if not outbox.pending(session=session, comparison_id=comparison.id, kind=OutboxKind.COMMENT):
         outbox.queue(
             session=session,
-            kind="comment",
+            kind=OutboxKind.COMMENT,
             repository=repository,
             target=comparison.pr_number,
             comparison_id=comparison.id,
@@ -30,13 +30,13 @@ def comparison_changed(*, session: Session, comparison: Comparison) -> None:
     if comparison.head_sha:
         state, description = commit_status(comparison)
         payload = {"state": state, "description": description}
-        waiting = outbox.pending(session=session, comparison_id=comparison.id, kind="status")
+        waiting = outbox.pending(session=session, comparison_id=comparison.id, kind=OutboxKind.STATUS)
         if waiting:
             waiting[-1].payload = payload  # not sent yet: send the newest state instead
         elif _last_status(session, comparison.id) != payload:
             outbox.queue(
                 session=session,
-                kind="status",
+                kind=OutboxKind.STATUS,
                 repository=repository,
                 target=comparison.head_sha,
                 payload=payload,
@@ -64,7 +64,7 @@ def commit_status(comparison: Comparison) -> tuple[str, str]:
 def _last_status(session: Session, comparison_id: int) -> dict[str, Any] | None:
     row = session.scalar(
         select(GithubOutbox)
-        .where(GithubOutbox.comparison_id == comparison_id, GithubOutbox.kind == "status")
+        .where(GithubOutbox.comparison_id == comparison_id, GithubOutbox.kind == OutboxKind.STATUS)
         .order_by(GithubOutbox.id.desc())
         .limit(1)
     )

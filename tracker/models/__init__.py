@@ -17,6 +17,8 @@ from tracker.models.enums import (
     AlertConfirmation,
     AlertStatus,
     Arm,
+    AttemptOutcome,
+    BisectionState,
     ComparisonKind,
     ComparisonState,
     DeliveryState,
@@ -24,6 +26,7 @@ from tracker.models.enums import (
     JobReason,
     JobState,
     Metric,
+    OutboxKind,
     PatchKind,
     RunMode,
     RunSource,
@@ -32,7 +35,7 @@ from tracker.models.enums import (
     Verdict,
     Workload,
 )
-from tracker.models.jobs import Job
+from tracker.models.jobs import Job, JobAttempt
 from tracker.models.runs import Run, RunArtifacts, RunStage, SeriesCount
 from tracker.models.vcs import Candidate, CandidatePatch, Commit
 
@@ -43,7 +46,9 @@ __all__ = [
     "AlertStatus",
     "ApiToken",
     "Arm",
+    "AttemptOutcome",
     "Base",
+    "BisectionState",
     "BisectionStep",
     "Calibration",
     "Candidate",
@@ -63,10 +68,12 @@ __all__ = [
     "GithubOutbox",
     "HardwareKind",
     "Job",
+    "JobAttempt",
     "JobReason",
     "JobState",
     "Metric",
     "NightlyRun",
+    "OutboxKind",
     "PatchKind",
     "PendingEvaluation",
     "Repository",

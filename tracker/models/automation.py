@@ -21,7 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tracker.models.base import Base, JSONType, UTCDateTime, created_at, int_pk, json_dict, json_list
-from tracker.models.enums import DeliveryState, str_enum
+from tracker.models.enums import DeliveryState, OutboxKind, str_enum
 
 # APScheduler 3's SQLAlchemyJobStore table, declared here with its exact shape: the migration
 # creates it, the job store finds it (``create(checkfirst=True)`` does nothing) and alembic check
@@ -76,7 +76,9 @@ class GithubOutbox(Base):
     __table_args__ = (Index("ix_github_outbox_due", "done_at", "next_attempt_at"),)
 
     id: Mapped[int_pk]
-    kind: Mapped[str] = mapped_column(String(32), nullable=False, comment="comment, reaction, status")
+    kind: Mapped[OutboxKind] = mapped_column(
+        str_enum(OutboxKind, "outbox_kind"), nullable=False, comment="comment, reply, reaction, status"
+    )
     repository: Mapped[str] = mapped_column(String(255), nullable=False, comment="owner/name")
     target: Mapped[str] = mapped_column(
         String(64), nullable=False, comment="PR number, comment id or commit sha"

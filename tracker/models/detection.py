@@ -10,7 +10,9 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict
 from tracker.models.catalog import Case, HardwareKind, Repository
 from tracker.models.enums import (
+    AlertConfirmation,
     AlertStatus,
+    BisectionState,
     ComparisonKind,
     ComparisonState,
     Direction,
@@ -57,16 +59,16 @@ class Alert(Base):
     single_run_basis: Mapped[bool] = mapped_column(
         Boolean, nullable=False, default=False, comment="rests on single runs without a noise estimate"
     )
-    confirmed: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    confirmation: Mapped[str] = mapped_column(
-        String(16),
+    confirmation: Mapped[AlertConfirmation] = mapped_column(
+        str_enum(AlertConfirmation, "alert_confirmation"),
         nullable=False,
-        default="not_needed",
-        server_default="not_needed",
-        comment="pending, confirmed (re-run held), held (later runs held), refuted, not_possible (imports)",
+        default=AlertConfirmation.NOT_NEEDED,
+        server_default=AlertConfirmation.NOT_NEEDED.value,
+        comment="pending, confirmed (paired rounds), held (later runs held), refuted, too_noisy, not_possible",
     )
-    bisection_state: Mapped[str | None] = mapped_column(
-        String(16), comment="not_needed (adjacent), running, found, gave_up, unavailable"
+    bisection_state: Mapped[BisectionState | None] = mapped_column(
+        str_enum(BisectionState, "bisection_state"),
+        comment="not_needed (adjacent), running, found, gave_up, unavailable; null: not started",
     )
     evidence: Mapped[json_dict] = mapped_column(
         comment="how the change was found: method, z, noise, windows, threshold source, outlier runs"

@@ -152,6 +152,48 @@ class AlertConfirmation(StrEnum):
     NOT_POSSIBLE = "not_possible"
     NOT_NEEDED = "not_needed"
 
+    @property
+    def established(self) -> bool:
+        """Whether the change is taken as real: confirmed by paired rounds, or held over later runs."""
+        return self in ESTABLISHED_CONFIRMATIONS
+
+
+# Confirmations that make an alert a real change (bisection starts there, detection knows the break).
+ESTABLISHED_CONFIRMATIONS = (AlertConfirmation.CONFIRMED, AlertConfirmation.HELD)
+
+
+class BisectionState(StrEnum):
+    """Where an alert's bisection stands (``None`` on the alert: not started).
+
+    ``not_needed``: the last good and first bad commits are adjacent; ``running``: steps are being
+    measured; ``found``: one culprit left; ``gave_up``: the commits that could be measured leave
+    several in doubt; ``unavailable``: no history to bisect (it may be requested again).
+    """
+
+    NOT_NEEDED = "not_needed"
+    RUNNING = "running"
+    FOUND = "found"
+    GAVE_UP = "gave_up"
+    UNAVAILABLE = "unavailable"
+
+
+class AttemptOutcome(StrEnum):
+    """How one lease of a job ended; only ``done`` produced a result."""
+
+    DONE = "done"
+    FAILED = "failed"
+    RELEASED = "released"
+    LEASE_EXPIRED = "lease expired"  # the API has always said it with a space
+
+
+class OutboxKind(StrEnum):
+    """What an outbox row does on GitHub (see :mod:`tracker.github.outbox`)."""
+
+    COMMENT = "comment"  # the comparison's one comment, created once and edited in place
+    REPLY = "reply"  # a new comment on a pull request
+    REACTION = "reaction"  # a reaction to a comment
+    STATUS = "status"  # a commit status on the PR's head sha
+
 
 class Arm(StrEnum):
     """Which side of a comparison a job measures."""

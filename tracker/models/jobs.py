@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from tracker.models.access import Runner
-from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_list
+from tracker.models.base import Base, UTCDateTime, created_at, int_pk
 from tracker.models.catalog import Case, HardwareKind
-from tracker.models.enums import Arm, JobReason, JobState, str_enum
+from tracker.models.enums import Arm, AttemptOutcome, JobReason, JobState, str_enum
 from tracker.models.vcs import Candidate
 
 
@@ -18,8 +18,8 @@ class Job(Base):
     """One benchmark to run: ``queued → leased → done | failed`` (or ``cancelled``).
 
     ``idempotency_key`` makes enqueueing the same candidate, case, hardware and purpose a no-op.
-    ``attempts`` counts leases handed out; ``attempt_history`` keeps each attempt's runner and
-    failure reason, so a job that fails for good says why every time.
+    ``attempts`` counts leases handed out; ``attempt_history`` keeps each ended attempt's runner,
+    outcome and reason, so a job that fails for good says why every time.
     """
 
     __tablename__ = "jobs"
@@ -41,7 +41,6 @@ class Job(Base):
     )
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=3)
-    attempt_history: Mapped[json_list]
     leased_by_runner_id: Mapped[int | None] = mapped_column(ForeignKey("runners.id", ondelete="SET NULL"))
     leased_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
@@ -62,3 +61,41 @@ class Job(Base):
     case: Mapped[Case] = relationship()
     hardware_kind: Mapped[HardwareKind] = relationship()
     leased_by: Mapped[Runner | None] = relationship()
+    attempt_history: Mapped[list[JobAttempt]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", passive_deletes=True, order_by="JobAttempt.number"
+    )
+
+
+class JobAttempt(Base):
+    """One lease of a job and how it ended, written when it ends (the current lease has no row yet)."""
+
+    __tablename__ = "job_attempts"
+    __table_args__ = (
+        UniqueConstraint("job_id", "number"),
+        Index("ix_job_attempts_runner", "runner_id", "ended_at"),  # a runner's latest failed attempts
+    )
+
+    id: Mapped[int_pk]
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False)
+    number: Mapped[int] = mapped_column(Integer, nullable=False, comment="the job's attempt counter, from 1")
+    runner_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runners.id", ondelete="SET NULL"), comment="the runner that held the lease"
+    )
+    outcome: Mapped[AttemptOutcome] = mapped_column(
+        str_enum(AttemptOutcome, "attempt_outcome"), nullable=False
+    )
+    reason: Mapped[str] = mapped_column(
+        Text, nullable=False, default="", server_default="", comment="why it ended without a result"
+    )
+    started_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="when the lease was handed out, UTC (unknown for older attempts)"
+    )
+    ended_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+    job: Mapped[Job] = relationship(back_populates="attempt_history")
+    runner: Mapped[Runner | None] = relationship()
+
+    @property
+    def runner_name(self) -> str | None:
+        """The name of the runner that held the lease (``None``: not known)."""
+        return self.runner.name if self.runner is not None else None

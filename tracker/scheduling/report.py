@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.github import outbox
-from tracker.models import JobState, NightlyRun
+from tracker.models import JobState, NightlyRun, OutboxKind
 from tracker.scheduling.summary import NightlyRunView, nightly_run_view
 
 ISSUE_PATTERN = re.compile(r"(?P<repository>[\w.-]+/[\w.-]+)#(?P<number>[1-9]\d{0,9})")
@@ -62,7 +62,7 @@ def report_finished_nightlies(
             continue  # still measuring (or its jobs are not visible yet)
         outbox.queue(
             session=session,
-            kind="reply",
+            kind=OutboxKind.REPLY,
             repository=issue.repository,
             target=issue.number,
             payload={"body": render_nightly(view, public_url=public_url)},

@@ -124,7 +124,7 @@ class AlertOut(BaseModel):
             direction=alert.direction.value,
             state=alert_state(alert),
             status=alert.status.value,
-            confirmation=alert.confirmation,
+            confirmation=alert.confirmation.value,
             last_good_commit=commit(alert.last_good_commit),
             first_bad_commit=CommitOut.of(alert.first_bad_commit),
             culprit_commit=commit(alert.culprit_commit),
@@ -136,7 +136,7 @@ class AlertOut(BaseModel):
             noise_pct=alert.noise_pct,
             p_value=alert.p_value,
             single_run_basis=alert.single_run_basis,
-            bisection_state=alert.bisection_state,
+            bisection_state=alert.bisection_state.value if alert.bisection_state else None,
             created_at=alert.created_at,
             updated_at=alert.updated_at,
         )

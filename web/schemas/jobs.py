@@ -25,6 +25,16 @@ from wire import (
 )
 
 
+class AttemptOut(BaseModel):
+    """One ended attempt of a job: who held the lease and how it ended."""
+
+    attempt: int
+    runner: str | None
+    outcome: str = Field(description="done, failed, released or lease expired")
+    reason: str
+    at: dt.datetime = Field(description="when the attempt ended")
+
+
 class JobOut(BaseModel):
     """A job in the queue."""
 
@@ -37,7 +47,7 @@ class JobOut(BaseModel):
     candidate: str
     attempts: int
     max_attempts: int
-    attempt_history: list[dict[str, Any]]
+    attempt_history: list[AttemptOut]
     failure_reason: str | None
     leased_by: str | None
     lease_expires_at: dt.datetime | None
@@ -78,7 +88,16 @@ def job_out(job: Job) -> JobOut:
         candidate=job.candidate.label,
         attempts=job.attempts,
         max_attempts=job.max_attempts,
-        attempt_history=list(job.attempt_history),
+        attempt_history=[
+            AttemptOut(
+                attempt=attempt.number,
+                runner=attempt.runner_name,
+                outcome=attempt.outcome.value,
+                reason=attempt.reason,
+                at=attempt.ended_at,
+            )
+            for attempt in job.attempt_history
+        ],
         failure_reason=job.failure_reason,
         leased_by=job.leased_by.name if job.leased_by else None,
         lease_expires_at=job.lease_expires_at,
