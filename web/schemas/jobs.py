@@ -6,7 +6,7 @@ The runner protocol's own shapes (register, claim, heartbeat, release) live in :
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
