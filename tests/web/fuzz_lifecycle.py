@@ -167,6 +167,9 @@ def lifecycle_machine(
     kinds = sorted({hardware for _, hardware in pairs})
 
     class RunnerLifecycle(RuleBasedStateMachine):
+        RUNNER_NAMES = names
+        HARDWARE = kinds
+
         # Plain lists, not bundles: what a call leased or stored depends on the database, and every
         # rule draws the same values whatever is in them (an index, taken modulo), so Hypothesis
         # sees the same data generation on every run.
@@ -278,7 +281,27 @@ def run_lifecycle_campaign(
     """``max_examples`` sequences of up to ``steps`` calls each; collect the findings."""
     figures = Figures(title="Runner sequences (stateful)")
     machine, api = lifecycle_machine(app, tokens, figures, case_hardware(app))
+    _walk_every_step(machine)
     test = get_state_machine_test(machine, settings=bounded_settings(max_examples, stateful_step_count=steps))
     seed(seed_value)(test)()
     figures.operations = len(api.called)
     return figures.stop()
+
+
+def _walk_every_step(machine: type[RuleBasedStateMachine]) -> None:
+    """One scripted sequence through every operation (register, enqueue, claim, heartbeat, upload,
+    read, release), checked like the generated ones, before them: what the generated sequences
+    reach depends on the seed and on the string constants Hypothesis draws from loaded modules,
+    so the coverage of every step must not."""
+    walk: Any = machine()
+    name, hardware = walk.RUNNER_NAMES[0], walk.HARDWARE[0]
+    walk.register(name=name, hardware=hardware, gpus=1, extra={})
+    for sha in ("a" * 40, "b" * 40):
+        walk.enqueue(pick=0, sha=sha, extra={})
+    walk.claim(pick=0)
+    walk.heartbeat(pick=0, other_attempt=None)
+    walk.upload(pick=0, result={"status": "ok", "step_times_ms": [120.0, 121.5, 119.8]})
+    walk.read_run(pick=0)
+    walk.claim(pick=0)
+    walk.release(pick=0, reason="walk: handing the job back")
+    walk.teardown()
