@@ -295,7 +295,7 @@ def _walk_every_step(machine: type[RuleBasedStateMachine]) -> None:
     so the coverage of every step must not."""
     walk: Any = machine()
     name, hardware = walk.RUNNER_NAMES[0], walk.HARDWARE[0]
-    walk.register(name=name, hardware=hardware, gpus=1, extra={})
+    walk.register(name=name, hardware=hardware, gpus=8, extra={})  # enough GPUs for any case
     for sha in ("a" * 40, "b" * 40):
         walk.enqueue(pick=0, sha=sha, extra={})
     walk.claim(pick=0)
