@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.web.browser.conftest import Dashboard, shoot
+from tests.web.browser.polling import wait_for_js
 from tests.web.dashboard_data import CASE, HOSTILE_TITLE, NIGHTLY_CASE
 
 
@@ -148,7 +149,7 @@ def test_comparison_page_shows_verdict_ci_and_rounds(dashboard: Dashboard, page:
     assert "| case | hardware | base ms | head ms |" in markdown
     assert f"| {NIGHTLY_CASE} | H200 |" in markdown
     page.click("#copy-markdown")
-    page.wait_for_function("document.getElementById('copy-status').textContent.length > 0")
+    wait_for_js(page, "document.getElementById('copy-status').textContent.length > 0")
     shoot(page, "comparison")
     _fits(page)
     assert page.console_errors == []

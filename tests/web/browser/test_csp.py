@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests.web.browser.conftest import Dashboard
+from tests.web.browser.polling import wait_for_js
 from tests.web.dashboard_data import NIGHTLY_CASE
 
 # Registered before any page script runs; Playwright injects it outside the page's policy.
@@ -76,7 +77,7 @@ def test_the_policy_blocks_an_inline_script(dashboard: Dashboard, watched: Any) 
         document.body.appendChild(script);
     }"""
     )
-    watched.wait_for_function("window.__csp.length > 0")
+    wait_for_js(watched, "window.__csp.length > 0")
     assert watched.evaluate("window.ran") is None
     assert any("script-src" in violation for violation in watched.evaluate("window.__csp"))
 

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.web.browser.conftest import Dashboard, shoot
+from tests.web.browser.polling import wait_for_js
 from tests.web.dashboard_data import BROKEN, CULPRIT, HOSTILE_TITLE, sha
 
 COMMAND = "sglang generate --model-path Qwen/Qwen-Image --prompt 'a cat & <dog>' --enable-torch-compile"
@@ -67,12 +68,12 @@ def _nightly_run(dashboard: Dashboard, index: int, *, failed: bool = False) -> i
 def test_run_page_chart_copy_and_log_filter(dashboard: Dashboard, page: Any, rich_run: int) -> None:
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=dashboard.url)
     page.goto(f"{dashboard.url}/runs/{rich_run}")
-    page.wait_for_function("document.getElementById('step-chart').data !== undefined")
+    wait_for_js(page, "document.getElementById('step-chart').data !== undefined")
     assert page.evaluate("document.getElementById('step-chart').data[0].x.length") == 3
     assert page.locator("#environment").inner_text().count("NVIDIA H200") == 1
     assert "1980" in page.locator("#gpu-state").inner_text()
     page.click("#copy-command")
-    page.wait_for_function("document.getElementById('copy-command').textContent === 'Copied'")
+    wait_for_js(page, "document.getElementById('copy-command').textContent === 'Copied'")
     assert page.evaluate("navigator.clipboard.readText()") == COMMAND
     lines = page.locator("#log .ln")
     assert lines.count() == 7
@@ -90,7 +91,7 @@ def test_run_page_chart_copy_and_log_filter(dashboard: Dashboard, page: Any, ric
 def test_nightly_run_has_thirty_steps_and_its_job(dashboard: Dashboard, page: Any) -> None:
     run_id = _nightly_run(dashboard, 10)
     page.goto(f"{dashboard.url}/runs/{run_id}")
-    page.wait_for_function("document.getElementById('step-chart').data !== undefined")
+    wait_for_js(page, "document.getElementById('step-chart').data !== undefined")
     assert page.evaluate("document.getElementById('step-chart').data[0].x.length") == 30
     assert page.locator("#job-reason").inner_text() == "nightly"
     assert page.console_errors == []
