@@ -20,14 +20,14 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from tracker import db
-from tracker.catalog import get_current_case, get_hardware_kind
-from tracker.ingest import IngestLimits, ingest_job_result, ingest_result
-from tracker.jobs import claim_job, enqueue_job, register_runner
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.ingest.results import IngestLimits, ingest_job_result, ingest_result
 from tracker.models import JobReason
-from tracker.schemas import CommitIn, JobResultIn, ResultIn
+from tracker.queue.jobs import claim_job, enqueue_job, register_runner
 from tracker.settings import Settings
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.vcs.commits import ensure_candidate, upsert_commit
 from web.app import create_app
+from wire import CommitIn, JobResultIn, ResultIn
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)

@@ -10,7 +10,7 @@ interleaved rounds, each round both ways in turn (A B A B ...): A a fresh subpro
 with the runner's output capture. One subprocess run first fills the inductor cache.
 
 Printed per way: the median wall time per run (start to exit, as the runner sees it) with its
-spread (min-max), and the median value of record (``tracker.stats.value_of_record``: the fastest
+spread (min-max), and the median value of record (``tracker.statistics.steps.value_of_record``: the fastest
 step, the toy times steps in thread CPU time) with its spread. The zygote's one-time import is
 printed apart. About 1 minute on a 2-core machine with the defaults.
 """
@@ -32,7 +32,7 @@ from runners.parsing import RunStatus, parse_run
 from runners.toy import create_toy_repository
 from runners.workloads.preload import DEMO_PRELOAD, FORKED_MODE, PreloadLauncher
 from runners.workloads.process import Launcher, LogCapture, SubprocessLauncher, run_process
-from tracker.stats import summarize_steps, value_of_record
+from tracker.statistics.steps import summarize_steps, value_of_record
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 from runners.parsing import RunStatus, parse_run  # noqa: E402
 from runners.toy import ChangeKind, ToyCommit, ToyRepository, create_toy_repository  # noqa: E402
-from tracker.stats import summarize_steps, value_of_record  # noqa: E402
+from tracker.statistics.steps import summarize_steps, value_of_record  # noqa: E402
 
 SUITE = ROOT / "runners" / "toy" / "toy-suite.toml"
 CASE_SLUGS = {"compile": "toy-dit-t2i-256", "offload": "toy-dit-t2i-256-offload-compile"}
@@ -77,7 +77,7 @@ CASES = {name: suite_flags(slug) for name, slug in CASE_SLUGS.items()}
 class Run:
     """One process: its value of record, per-step times, wall time and compile counters."""
 
-    value_ms: float  # the tracker's value of record (tracker.stats.value_of_record)
+    value_ms: float  # the tracker's value of record (tracker.statistics.steps.value_of_record)
     steps_ms: tuple[float, ...]
     wall_steps_ms: tuple[float, ...]  # the same steps' wall times
     wall_s: float  # the whole process, start to exit

@@ -16,7 +16,7 @@ cases (``compile``, ``offload``) in turn:
    the newest ``main`` commit before the first of them landed (the base a pull-request
    comparison uses), against that base.
 
-The value of each run is the tracker's value of record (``tracker.stats.value_of_record``: for
+The value of each run is the tracker's value of record (``tracker.statistics.steps.value_of_record``: for
 the toy's steps, timed in thread CPU time, the fastest step; the median for wall-clock steps).
 Noise is printed as the median, the coefficient of variation, a robust CV (1.4826 MAD / median)
 and max-min over the median; beside it the same for the 20th percentile of the steps, and each

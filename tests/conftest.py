@@ -13,11 +13,11 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db
-from tracker.catalog import sync_suites
+from tracker.access.tokens import create_token
+from tracker.catalog.cases import sync_suites
+from tracker.catalog.suites import load_suites
 from tracker.models import TokenRole
 from tracker.settings import Settings
-from tracker.suites import load_suites
-from tracker.tokens import create_token
 from web.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ from typing import Any
 
 from runners.parsing import parse_run
 from runners.payload import CommitInfo, import_key, result_payload
-from tracker.schemas import JobResultIn
+from wire import JobResultIn
 
 
 def result_body(**overrides: Any) -> dict[str, Any]:

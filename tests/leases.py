@@ -12,8 +12,8 @@ from __future__ import annotations
 import datetime as dt
 
 from tracker import db
-from tracker.jobs import expire_leases
 from tracker.models import Job, JobState
+from tracker.workflows import jobs as workflow_jobs
 
 # A day: no test with real processes comes near it.
 UNEXPIRING_LEASE_S = 24 * 3600
@@ -28,7 +28,9 @@ def run_out_lease(database_url: str, job_id: int) -> None:
             assert job is not None
             assert job.state is JobState.LEASED, job.state
             assert job.lease_expires_at is not None
-            expired = expire_leases(session=session, now=job.lease_expires_at + dt.timedelta(seconds=1))
+            expired = workflow_jobs.expire(
+                session=session, now=job.lease_expires_at + dt.timedelta(seconds=1)
+            )
             assert [ended.id for ended in expired] == [job_id], "another live lease would have ended too"
     finally:
         engine.dispose()

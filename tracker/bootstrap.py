@@ -12,11 +12,11 @@ import logging
 from sqlalchemy import Engine, text
 
 from tracker import db
-from tracker.catalog import sync_suites
+from tracker.access.tokens import ensure_bootstrap_admin
+from tracker.catalog.cases import sync_suites
+from tracker.catalog.suites import load_suites
 from tracker.errors import PerftrackError
 from tracker.settings import Settings
-from tracker.suites import load_suites
-from tracker.tokens import ensure_bootstrap_admin
 
 logger = logging.getLogger("perftrack.web")
 # "ptprepar" as a big-endian 64-bit integer, minus the sign bit: start-up's suite sync lock.

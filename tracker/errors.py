@@ -13,8 +13,8 @@
     ├── ExternalServiceError    502: git or GitHub did not answer as needed
     │   ├── GithubError         a GitHub call failed (tracker.github.client)
     │   │   └── GithubSetupError    the App is not installed or its credentials are refused
-    │   ├── HistoryUnavailable  commits cannot be listed from a mirror (tracker.history)
-    │   └── BranchUnavailable   a branch head cannot be resolved (tracker.branch_head)
+    │   ├── HistoryUnavailable  commits cannot be listed from a mirror (tracker.vcs.history)
+    │   └── BranchUnavailable   a branch head cannot be resolved (tracker.vcs.branch_head)
     ├── MalformedDelivery       400: a webhook delivery without a field it needs (tracker.github.events)
     └── SuiteError              a suite file is malformed (file, line, field)
 

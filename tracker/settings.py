@@ -6,7 +6,9 @@ Every value can be set by an environment variable with the ``PERFTRACK_`` prefix
 
 from __future__ import annotations
 
+import re
 import secrets
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -31,6 +33,27 @@ def default_suite_dir() -> Path:
     return Path(__file__).resolve().parent / "_bundled" / "suites"
 
 
+ISSUE_PATTERN = re.compile(r"(?P<repository>[\w.-]+/[\w.-]+)#(?P<number>[1-9]\d{0,9})")
+
+
+@dataclass(frozen=True)
+class TrackingIssue:
+    """``owner/name#number``."""
+
+    repository: str
+    number: int
+
+    @classmethod
+    def parse(cls, text: str) -> TrackingIssue:
+        """Read ``owner/name#123``; a clear error otherwise."""
+        match = ISSUE_PATTERN.fullmatch(text.strip())
+        if match is None:
+            raise ValueError(
+                f"tracking issue {text!r} must read owner/name#NUMBER, e.g. sgl-project/sglang#12345"
+            )
+        return cls(repository=match["repository"], number=int(match["number"]))
+
+
 class Settings(BaseSettings):
     """perftrack configuration, validated once at start-up."""
 
@@ -50,7 +73,7 @@ class Settings(BaseSettings):
     # (sign-ins do not survive a restart); production refuses to start without a real one.
     session_secret: SecretStr | None = None
     session_max_age_s: int = Field(default=12 * 3600, ge=60, description="how long a dashboard sign-in lasts")
-    # Dashboard sign-in throttle (tracker.sign_in_throttle): after sign_in_failures_allowed wrong
+    # Dashboard sign-in throttle (tracker.access.throttle): after sign_in_failures_allowed wrong
     # tokens from one client address (IPv6: its /64), every sign-in from it gets 429 for
     # sign_in_delay_s, doubled by each further failure up to sign_in_max_delay_s; the count starts
     # over sign_in_window_s after the last failure and wait. All clients together get the same after
@@ -129,8 +152,6 @@ class Settings(BaseSettings):
     @classmethod
     def _tracking_issue(cls, value: str | None) -> str | None:
         if value:
-            from tracker.scheduling.report import TrackingIssue
-
             TrackingIssue.parse(value)
         return value or None
 

@@ -1,8 +1,8 @@
 """Dashboard sign-in and CSRF protection.
 
 A signed-in admin pastes an admin API token once; the server checks it with
-:func:`tracker.tokens.authenticate` and starts a server-side session
-(:mod:`tracker.dashboard_sessions`). The cookie (itsdangerous-signed, HttpOnly, SameSite=Lax,
+:func:`tracker.access.tokens.authenticate` and starts a server-side session
+(:mod:`tracker.access.sessions`). The cookie (itsdangerous-signed, HttpOnly, SameSite=Lax,
 Secure over https) carries the session's random id, never the token, and a random CSRF secret:
 every form carries it in a hidden ``csrf_token`` field and every POST compares the two in constant
 time. On each request :class:`WebSessionMiddleware` looks the session up: a cookie whose session
@@ -24,7 +24,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tracker import db
-from tracker.dashboard_sessions import live_session, touch_session
+from tracker.access.sessions import live_session, touch_session
 from web.state import AppState
 
 COOKIE = "perftrack_session"

@@ -10,11 +10,11 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
+from tracker.access.tokens import authenticate
 from tracker.errors import Forbidden, InvalidInput
-from tracker.history import GitHistory
 from tracker.models import ApiToken, TokenRole
 from tracker.settings import Settings
-from tracker.tokens import authenticate
+from tracker.vcs.history import GitHistory
 from web.auth import CSRF_FIELD, Account, WebSession, web_session_of
 from web.state import AppState
 
@@ -38,7 +38,12 @@ def get_session(state: Annotated[AppState, Depends(get_state)]) -> Iterator[Sess
 
 
 def get_write_session(state: Annotated[AppState, Depends(get_state)]) -> Iterator[Session]:
-    """A session for a request that writes; the handler commits once, anything else is rolled back."""
+    """A session for a request that writes; the handler commits once, anything else is rolled back.
+
+    It ends with the handler, before the answer is sent (``scope="function"``): what the handler
+    leaves for after the answer (:mod:`web.followups`) writes in sessions of its own, and on SQLite
+    must not wait for this one's write lock. Objects stay readable after it closes.
+    """
     yield from _scoped(state.sessions)
 
 
@@ -47,12 +52,11 @@ def _scoped(factory: sessionmaker[Session]) -> Iterator[Session]:
     try:
         yield session
     finally:
-        session.rollback()
-        session.close()
+        session.close()  # uncommitted work is rolled back; loaded objects keep their values
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
-WriteSessionDep = Annotated[Session, Depends(get_write_session)]
+WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 

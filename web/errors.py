@@ -28,7 +28,7 @@ from tracker.errors import (
     PayloadTooLarge,
     PerftrackError,
 )
-from tracker.logs import Redactor, secret_values
+from tracker.observability.log_config import Redactor, secret_values
 from web.pages.templating import templates
 from wire import MAX_JSON_DEPTH, describe_errors
 
@@ -37,7 +37,7 @@ logger = logging.getLogger("perftrack.web")
 
 def redact(request: Request, text: str) -> str:
     """``text`` without token-shaped strings, credentials or any secret the settings hold (the same
-    redaction as the logs: :class:`tracker.logs.Redactor` over :func:`tracker.logs.secret_values`)."""
+    redaction as the logs: :class:`tracker.observability.log_config.Redactor` over :func:`tracker.observability.log_config.secret_values`)."""
     state = getattr(request.app.state, "perftrack", None)
     secrets = secret_values(state.settings) if state is not None else []
     return Redactor(secrets).text(text)

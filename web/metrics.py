@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from tracker.metrics import app_registry
+from tracker.observability.metrics import app_registry
 from web.deps import SettingsDep, get_state
 from web.state import AppState
 

@@ -10,8 +10,8 @@ import uuid
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tracker.logs import request_id
-from tracker.metrics import record_request
+from tracker.observability.log_config import request_id
+from tracker.observability.metrics import record_request
 
 access_logger = logging.getLogger("perftrack.access")
 REQUEST_ID_HEADER = "X-Request-ID"

@@ -11,7 +11,7 @@ from typing import Any
 
 SHA_PATTERN = re.compile(r"^[0-9a-f]{7,40}$")
 # A patch: a commit sha (7-40 hex digits, or 64 in a SHA-256 repository) or a pull request, "#N" or
-# "refs/pull/N/head", optionally pinned to its head commit ("@SHA", as tracker.vcs writes it). N is
+# "refs/pull/N/head", optionally pinned to its head commit ("@SHA", as tracker.vcs.commits writes it). N is
 # checked against MAX_INT32 apart: PR numbers are INTEGER columns.
 PATCH_REF_PATTERN = re.compile(
     r"^(?:[0-9a-f]{7,40}|[0-9a-f]{64}|(?:refs/pull/([0-9]+)/head|#([0-9]+))(?:@(?:[0-9a-f]{40}|[0-9a-f]{64}))?)$"

@@ -10,7 +10,7 @@ step times. What moves a value, from the outside in:
 
 ``noise`` is the resulting standard deviation of one arm's round value around its round's drift,
 in percent: the per-arm noise a prior describes. The prior is estimated the way the service would,
-with :func:`tracker.noise.run_to_run_noise`, from a simulated 20-night history of the base (nights
+with :func:`tracker.statistics.noise.run_to_run_noise`, from a simulated 20-night history of the base (nights
 are not paired, so the history's noise also holds the drift and overstates the paired noise).
 """
 
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracker.abstats import NoisePrior, RoundValues, compare_rounds
-from tracker.models.enums import Verdict
-from tracker.noise import run_to_run_noise
+from tracker.enums import Verdict
+from tracker.statistics.ab import NoisePrior, RoundValues, compare_rounds
+from tracker.statistics.noise import run_to_run_noise
 
 THRESHOLD_PCT = 2.0
 NOISE_LEVELS_PCT = (0.3, 0.5, 1.0, 2.0)

@@ -4,9 +4,9 @@ Each series is walked night by night, as the service sees it. After night ``t``'
 
 1. ``detect_changes`` runs on the series so far, leaving out the runs refuted suspects excluded,
    with the first bad commits of confirmed suspects as known breaks (the service passes its
-   confirmed alerts' culprits and first bad commits, ``tracker.series_state.known_breaks``);
+   confirmed alerts' culprits and first bad commits, ``tracker.series.state.known_breaks``);
 2. every change it reports (established or a suspect) that is **new** becomes a suspect. It is
-   not new, as in the service's alert matching (``tracker.alerts._matching_alert``, simplified to
+   not new, as in the service's alert matching (``tracker.detection.alerts._matching_alert``, simplified to
    commits and directions), when a suspect in the same direction has the same first bad commit,
    whatever its outcome (a refuted one only with the same last good commit: when the refutation
    excluded the last good run, the first bad commit against an earlier one is a new question).
@@ -15,11 +15,11 @@ Each series is walked night by night, as the service sees it. After night ``t``'
    first night is found again one night later, and refuted again; a too-noisy suspect does not
    take in a real change a few nights on). Not mirrored: the service also retires a too-noisy
    suspect whose nightly run lies far above its commit's paired runs and measures that commit
-   again (``tracker.confirmation``); the benchmark's nights are drawn once;
-3. :func:`tracker.decisions.plan_change` plans it (everything here was measured by perftrack's
+   again (``tracker.detection.confirmation``); the benchmark's nights are drawn once;
+3. :func:`tracker.statistics.decisions.plan_change` plans it (everything here was measured by perftrack's
    runners, so ``can_rerun`` is true) and, for ``confirm``, paired rounds of the last good and first
    bad commits are drawn **on night t** (:func:`benchmarks.detection.runmodel.paired_round`) and
-   judged by :func:`tracker.decisions.judge_confirmation` — adding rounds as ``rounds_wanted``
+   judged by :func:`tracker.statistics.decisions.judge_confirmation` — adding rounds as ``rounds_wanted``
    asks, up to the policy's cap — until the judgement is final;
 4. confirmed: an alert at the first bad commit; refuted: the nightly run farther from its own
    arm's paired level (last good or first bad: the paired rounds say the two commits share one
@@ -42,10 +42,10 @@ import numpy as np
 from benchmarks.detection.dataset import LabelledSeries
 from benchmarks.detection.peers import THRESHOLD_PCT
 from benchmarks.detection.runmodel import paired_round
-from tracker.abstats import ComparisonStats, NoisePrior, RoundValues
-from tracker.calibration import MAX_PRIOR_DOF
-from tracker.changepoints import Change, Detection, DetectorConfig, detect_changes
-from tracker.decisions import (
+from tracker.comparisons.calibration import MAX_PRIOR_DOF
+from tracker.statistics.ab import ComparisonStats, NoisePrior, RoundValues
+from tracker.statistics.changepoints import Change, Detection, DetectorConfig, detect_changes
+from tracker.statistics.decisions import (
     ChangeAction,
     ConfirmationOutcome,
     ConfirmationPolicy,
@@ -53,7 +53,7 @@ from tracker.decisions import (
     plan_change,
 )
 
-# The prior as the service hands it over (``tracker.calibration.series_noise_prior``): the series'
+# The prior as the service hands it over (``tracker.comparisons.calibration.series_noise_prior``): the series'
 # noise with its differences as degrees of freedom, at most this many. ``judge_confirmation`` caps
 # the weight it gives it (``ConfirmationPolicy.max_prior_dof``), for the service and here alike.
 PRIOR_DOF = MAX_PRIOR_DOF

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracker.changepoints import detect_changes
+from tracker.statistics.changepoints import detect_changes
 
 THRESHOLD_PCT = 2.0
 OTAVA_WINDOW = 50

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracker.abstats import RoundValues
+from tracker.statistics.ab import RoundValues
 
 STEP_JITTER = 0.004
 SLOW_STEP_SHARE = 0.03

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from benchmarks.detection.dataset import LabelledSeries, TrueChange
 from benchmarks.detection.peers import THRESHOLD_PCT, Flag
 from benchmarks.detection.scoring import TOLERANCE
-from tracker.changepoints import detect_changes
+from tracker.statistics.changepoints import detect_changes
 
 MAX_DELAY = 10
 

@@ -3,8 +3,8 @@
 Small tables (repository, cases, hardware kinds, commits, candidates, runners and their tokens,
 comparisons) go through the tracker's own functions. The big ones (``jobs``, ``job_attempts``, ``runs``,
 ``run_stages``, ``run_artifacts``) are written with SQLAlchemy Core ``executemany`` from the same
-payload a runner uploads (:class:`tracker.schemas.JobResultIn`), each row holding exactly what
-:func:`tracker.ingest.ingest_job_result` stores for it (``tests/tracker/test_scale_generator.py``
+payload a runner uploads (:class:`wire.JobResultIn`), each row holding exactly what
+:func:`tracker.ingest.results.ingest_job_result` stores for it (``tests/tracker/test_scale_generator.py``
 checks this column by column). Alerts come from the real detection sweep over the result.
 """
 
@@ -24,8 +24,9 @@ from sqlalchemy.orm import Session
 
 from benchmarks.scale.shape import HARDWARE, CaseShape, SeriesShape, case_shapes, series_shape, suite_toml
 from tracker import db
-from tracker.catalog import get_current_case, get_hardware_kind, sync_suites
-from tracker.jobs import PRIORITY, register_runner
+from tracker.access.tokens import create_token
+from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites
+from tracker.catalog.suites import load_suites
 from tracker.models import (
     Arm,
     AttemptOutcome,
@@ -46,13 +47,12 @@ from tracker.models import (
     TokenRole,
     Verdict,
 )
-from tracker.schemas import BuildInfo, CommitIn, CompileCounters, JobResultIn, StageIn
-from tracker.series_counts import rebuild_series_counts
-from tracker.stats import summarize_steps
-from tracker.suites import load_suites
-from tracker.tokens import create_token
-from tracker.triage import sweep
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.queue.jobs import PRIORITY, register_runner
+from tracker.series.counts import rebuild_series_counts
+from tracker.statistics.steps import summarize_steps
+from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.workflows.sweep import sweep
+from wire import BuildInfo, CommitIn, CompileCounters, JobResultIn, StageIn
 
 START = dt.datetime(2025, 12, 1, 1, 0, tzinfo=dt.UTC)
 FAILURES = (
@@ -277,7 +277,7 @@ def run_rows(
 def job_key_of(
     *, candidate_key: str, case_id: int, kind_id: int, reason: JobReason, purpose: str = ""
 ) -> str:
-    """The idempotency key :func:`tracker.jobs.enqueue_job` gives a job, from ids alone."""
+    """The idempotency key :func:`tracker.queue.jobs.enqueue_job` gives a job, from ids alone."""
     return f"{reason.value}:{candidate_key[:32]}:{case_id}:{kind_id}:{purpose}"[:128]
 
 
@@ -493,7 +493,7 @@ def generate(url: str, suite_dir: Path, config: ScaleConfig, *, sweep_alerts: bo
             with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
                 connection.execute(text("VACUUM ANALYZE"))
         if sweep_alerts:
-            sweep(session=session, now=START + dt.timedelta(days=config.nights), history=None)
+            sweep(session=session, now=START + dt.timedelta(days=config.nights))
             session.commit()
         report.alerts = int(session.execute(text("SELECT COUNT(*) FROM alerts")).scalar_one())
         report.seconds["sweep"] = time.perf_counter() - phase

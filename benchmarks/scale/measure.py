@@ -25,14 +25,14 @@ from sqlalchemy import text
 from benchmarks.scale.generate import START, ScaleConfig, commit_in, nightly_payload
 from benchmarks.scale.shape import case_shapes, series_shape
 from tracker import db
-from tracker.catalog import get_current_case, get_hardware_kind
-from tracker.jobs import enqueue_job
+from tracker.access.tokens import create_token
+from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.models import JobReason, Run, TokenRole
-from tracker.pending import pending_count
-from tracker.reactions import evaluate_pending_series
-from tracker.tokens import create_token
-from tracker.triage import sweep
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.queue.jobs import enqueue_job
+from tracker.series.pending import pending_count
+from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.workflows.reactions import evaluate_pending_series
+from tracker.workflows.sweep import sweep
 
 
 @dataclass
@@ -168,7 +168,7 @@ def measure_ingest(
                 with lock:
                     stored += response.status_code == 201
 
-    # Concurrent first uploads of one new commit share its row (tracker.vcs), so no ordering is needed.
+    # Concurrent first uploads of one new commit share its row (tracker.vcs.commits), so no ordering is needed.
     chunks = [bodies[index::clients] for index in range(clients)]
     started = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
@@ -295,7 +295,7 @@ def measure_sweep(url: str, config: ScaleConfig) -> tuple[float, int]:
     engine = db.make_engine(url)
     with db.session_scope(db.make_session_factory(engine)) as session:
         started = time.perf_counter()
-        report = sweep(session=session, now=START + dt.timedelta(days=config.nights + 1), history=None)
+        report = sweep(session=session, now=START + dt.timedelta(days=config.nights + 1))
         elapsed = time.perf_counter() - started
     engine.dispose()
     return elapsed, report.series
@@ -307,9 +307,7 @@ def measure_drain(url: str, config: ScaleConfig) -> tuple[float, int]:
     with db.session_scope(db.make_session_factory(engine)) as session:
         marked = pending_count(session=session)
         started = time.perf_counter()
-        evaluate_pending_series(
-            session=session, now=START + dt.timedelta(days=config.nights + 30), history=None
-        )
+        evaluate_pending_series(session=session, now=START + dt.timedelta(days=config.nights + 30))
         elapsed = time.perf_counter() - started
     engine.dispose()
     return elapsed, marked

@@ -21,10 +21,10 @@ from pydantic import SecretStr
 from sqlalchemy import Engine, event
 
 from tracker import db
+from tracker.access.tokens import create_token
 from tracker.models import Job, JobAttempt, Run, RunArtifacts, RunStage, TokenRole
 from tracker.settings import Settings
-from tracker.tokens import create_token
-from tracker.triage import sweep
+from tracker.workflows.sweep import sweep
 from web.app import create_app
 
 # The tables that grow with every run: a full scan of one of these is a finding.
@@ -106,7 +106,7 @@ def capture_statements(
         client.post("/api/v1/runners/plan-poller/claim", headers=headers).raise_for_status()
         origin[0] = "sweep"
         with db.session_scope(db.make_session_factory(engine)) as session:
-            sweep(session=session, now=now, history=None)
+            sweep(session=session, now=now)
             session.rollback()
     engine.dispose()
     return list(captured.values())

@@ -5,10 +5,10 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from perftrack.cli.common import console, database_session, settings
-from tracker.history import GitHistory
+from perftrack.cli.common import console, database_session, start_queued_bisections
+from tracker.detection.triage import alert_state, list_alerts
 from tracker.models import Alert, utcnow
-from tracker.triage import alert_state, list_alerts, sweep
+from tracker.workflows.sweep import sweep
 
 app = typer.Typer(
     help="Changes found on the series: list them, or sweep every series now.", no_args_is_help=True
@@ -70,9 +70,11 @@ def list_(
 @app.command("sweep")
 def sweep_() -> None:
     """Evaluate every series now: create, confirm or close alerts as the data says."""
-    config = settings()
     with database_session() as session:
-        report = sweep(session=session, now=utcnow(), history=GitHistory(config.git_cache_dir))
+        report = sweep(session=session, now=utcnow())
         console.print(f"swept {report.series} series; {len(report.alerts_touched)} alerts created or changed")
         if report.alerts_touched:
             console.print(alerts_table(report.alerts_touched))
+    started = start_queued_bisections()
+    if started:
+        console.print(f"{started} bisection(s) listed from git and started (or found unavailable)")

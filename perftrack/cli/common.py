@@ -14,6 +14,8 @@ from tracker import db
 from tracker.bootstrap import prepare_database
 from tracker.errors import PerftrackError
 from tracker.settings import Settings, get_settings
+from tracker.vcs.history import GitHistory
+from tracker.workflows.bisections import start_queued
 
 console = Console(soft_wrap=True)  # long paths and messages stay on one line (greppable)
 err_console = Console(stderr=True)
@@ -47,6 +49,22 @@ def database_session(prepare: bool = True) -> Iterator[Session]:
             prepare_database(config, engine)
         with db.session_scope(db.make_session_factory(engine)) as session:
             yield session
+    except PerftrackError as error:
+        fail(str(error))
+    finally:
+        engine.dispose()
+
+
+def start_queued_bisections() -> int:
+    """List the queued bisections' ranges from git (no transaction open meanwhile) and start them."""
+    config = settings()
+    engine = db.make_engine(config.effective_database_url)
+    try:
+        return start_queued(
+            sessions=db.make_session_factory(engine),
+            read_sessions=db.make_session_factory(engine, write=False),
+            history=GitHistory(config.git_cache_dir),
+        )
     except PerftrackError as error:
         fail(str(error))
     finally:

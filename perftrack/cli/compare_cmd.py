@@ -21,7 +21,7 @@ from rich.progress import (
 from rich.table import Table
 
 from perftrack.cli.common import console, fail, settings
-from tracker.models.enums import FINISHED_COMPARISON_STATES, FINISHED_JOB_STATES
+from tracker.enums import FINISHED_COMPARISON_STATES, FINISHED_JOB_STATES
 
 _VERDICT_STYLE = {
     "regression": "bold red",

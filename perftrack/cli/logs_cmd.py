@@ -15,9 +15,9 @@ from perftrack.cli.common import console, database_session, fail, settings
 from runners.parsing import ParsedRun, ParseError, parse_run
 from runners.payload import CommitInfo, import_key, parsed_as_json, result_payload
 from tracker.errors import PerftrackError
-from tracker.history import GitHistory
-from tracker.ingest import IngestLimits, ingest_result
-from tracker.schemas import ResultIn, validation_message
+from tracker.ingest.results import IngestLimits
+from tracker.workflows.results import store_result
+from wire import ResultIn, validation_message
 
 LOG_ARG = typer.Argument(
     ..., help="An `sglang generate` log (stdout and stderr).", exists=True, dir_okay=False
@@ -132,9 +132,7 @@ def _store(payload: dict[str, Any]) -> dict[str, Any]:
     limits = IngestLimits.from_settings(config)
     with database_session() as session:
         try:
-            outcome = ingest_result(
-                session=session, result=result, limits=limits, history=GitHistory(config.git_cache_dir)
-            )
+            outcome = store_result(session=session, result=result, limits=limits)
         except PerftrackError as error:
             fail(str(error))
         run = outcome.run

@@ -17,7 +17,7 @@ from runners.client import TrackerClient, TrackerError
 from runners.jobenv import JobEnvironment
 from runners.progress import JobProgress
 from runners.workloads.registry import default_workloads
-from tracker.logs import configure_from_settings
+from tracker.observability.log_config import configure_from_settings
 
 
 def runner(

@@ -10,7 +10,7 @@ from perftrack.cli.common import console, fail, settings
 from tracker import db
 from tracker.bootstrap import prepare_database
 from tracker.errors import PerftrackError
-from tracker.logs import configure_from_settings
+from tracker.observability.log_config import configure_from_settings
 from tracker.scheduling.service import SchedulerService
 
 

@@ -7,7 +7,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from perftrack.cli.common import console, settings
-from tracker.logs import configure_from_settings
+from tracker.observability.log_config import configure_from_settings
 
 
 def serve(

@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 
 from perftrack.cli.common import console, database_session, fail, settings
-from tracker.catalog import sync_suites
+from tracker.catalog.cases import sync_suites
+from tracker.catalog.suites import load_suite, load_suites
 from tracker.errors import SuiteError
-from tracker.suites import load_suite, load_suites
 
 app = typer.Typer(help="Benchmark suites (TOML files of cases).", no_args_is_help=True)
 

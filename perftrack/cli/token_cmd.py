@@ -6,8 +6,8 @@ import typer
 from rich.table import Table
 
 from perftrack.cli.common import console, database_session
+from tracker.access.tokens import create_token, list_tokens, revoke_token, rotate_token
 from tracker.models import TokenRole
-from tracker.tokens import create_token, list_tokens, revoke_token, rotate_token
 
 app = typer.Typer(help="Manage API tokens (stored hashed; shown once).", no_args_is_help=True)
 

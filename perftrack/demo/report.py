@@ -13,12 +13,12 @@ from perftrack.cli.alerts_cmd import alerts_table
 from perftrack.cli.compare_cmd import comparison_table
 from perftrack.demo.scorecard import Scorecard
 from runners.toy import ToyCommit, ToyRepository
-from tracker.alerts import series_threshold
-from tracker.calibration import list_calibrations
-from tracker.catalog import get_hardware_kind
+from tracker.catalog.cases import get_hardware_kind
+from tracker.comparisons.calibration import list_calibrations
+from tracker.detection.alerts import series_threshold
+from tracker.detection.triage import SUSPECT_CONFIRMATIONS
 from tracker.models import Alert, Case, Run
-from tracker.queries import series
-from tracker.triage import SUSPECT_CONFIRMATIONS
+from tracker.views.queries import series
 
 HARDWARE = "cpu"
 

@@ -48,15 +48,15 @@ from perftrack.demo.scorecard import score
 from runners.gitmeta import commit_info
 from runners.toy import SUITE_TEMPLATE, ToyRepository, create_toy_repository
 from tracker import db
-from tracker.catalog import list_current_cases
-from tracker.comparisons import create_calibration, create_comparison
-from tracker.jobs import enqueue_job
+from tracker.access.tokens import create_token
+from tracker.catalog.cases import list_current_cases
+from tracker.comparisons.core import create_calibration, create_comparison
 from tracker.models import Case, Commit, HardwareKind, JobReason, Repository, TokenRole
-from tracker.schemas import CommitIn
+from tracker.queue.jobs import enqueue_job
 from tracker.settings import Settings
-from tracker.tokens import create_token
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.vcs.commits import ensure_candidate, upsert_commit
 from web.app import create_app
+from wire import CommitIn
 
 # Nightly runs skip the scripted regressions' commits (04-fused-layernorm, 10-offload-during-
 # compile) and the neutral 05, so the tracker has to bisect to find them; the neutral first

@@ -17,13 +17,13 @@ from runners.jobspec import JobSpec
 from runners.progress import JobProgress
 from runners.workloads.preload import DEMO_PRELOAD
 from runners.workloads.registry import default_workloads
+from tracker.enums import FINISHED_JOB_STATES
 from tracker.models import Job
-from tracker.models.enums import FINISHED_JOB_STATES
 
 HARDWARE = "cpu"
 RUNNER_NAME = "demo-cpu-runner"
 # The toy times its steps in its thread's CPU time, so other processes' CPU use neither flags its
-# runs (tracker/hygiene.py) nor is worth waiting out: a runner of wall-clock CPU benchmarks would
+# runs (tracker/ingest/conditions.py) nor is worth waiting out: a runner of wall-clock CPU benchmarks would
 # set `--quiet-wait`; the demo starts each benchmark at once.
 QUIET_WAIT_S = 0.0
 

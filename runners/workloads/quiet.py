@@ -1,7 +1,7 @@
 """Wait for a quiet machine before a CPU benchmark starts, instead of measuring beside a busy one.
 
 A run measured while other processes take CPU is flagged by the tracker and run again
-(``tracker/hygiene.py``). On a machine whose load comes and goes (a neighbour's build, a test run,
+(``tracker/ingest/conditions.py``). On a machine whose load comes and goes (a neighbour's build, a test run,
 a process that burns a core for a while), it is cheaper and surer to look first: sample the
 machine's busy time for a moment, and while other processes keep at least :data:`BUSY_CORES` busy,
 wait a little and look again, up to a limit. The benchmark then starts at the beginning of a quiet

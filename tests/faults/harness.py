@@ -27,11 +27,11 @@ from tests.live import free_port
 from tests.runners.agent_env import Upstream, make_upstream
 from tests.waiting import wait_until
 from tracker import db
-from tracker.catalog import sync_suites
+from tracker.access.tokens import create_token
+from tracker.catalog.cases import sync_suites
+from tracker.catalog.suites import load_suites
 from tracker.models import TokenRole
 from tracker.settings import Settings
-from tracker.suites import load_suites
-from tracker.tokens import create_token
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FAKE_BENCH = Path(__file__).resolve().parent / "fake_bench.py"

@@ -19,12 +19,13 @@ from tests.faults.conftest import Fleet
 from tests.faults.harness import SUITE, fresh_database
 from tests.leases import UNEXPIRING_LEASE_S
 from tracker import db
-from tracker.catalog import get_current_case, get_hardware_kind, sync_suites
-from tracker.jobs import DEFAULT_LEASE, claim_job, enqueue_job, expire_leases, finish_job, register_runner
+from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites
+from tracker.catalog.suites import load_suites
 from tracker.models import Job, JobReason, JobState, Repository, Runner, utcnow
-from tracker.schemas import CommitIn
-from tracker.suites import load_suites
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.queue.jobs import DEFAULT_LEASE, enqueue_job, finish_job, register_runner
+from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.workflows import jobs as workflow_jobs
+from wire import CommitIn
 
 pytestmark = pytest.mark.slow  # a real tracker process; 50 (PostgreSQL) or 8 claimer threads over 300 jobs
 
@@ -111,7 +112,7 @@ def claim_until_empty(engine: Engine, runner_id: int, start: threading.Barrier) 
         while True:
             runner = session.get(Runner, runner_id)
             assert runner is not None
-            job = claim_job(session=session, runner=runner)
+            job = workflow_jobs.claim(session=session, runner=runner)
             session.commit()
             if job is None:
                 return claimed
@@ -151,7 +152,9 @@ def test_many_claimers_claim_every_job_exactly_once(claim_engine: Engine) -> Non
     first = wave()
     # The crashed claimers' leases run out; the sweep puts their jobs back, a second wave runs them.
     with db.session_scope(db.make_session_factory(claim_engine)) as session:
-        expired = expire_leases(session=session, now=utcnow() + DEFAULT_LEASE + dt.timedelta(seconds=1))
+        expired = workflow_jobs.expire(
+            session=session, now=utcnow() + DEFAULT_LEASE + dt.timedelta(seconds=1)
+        )
         expired_ids = sorted(job.id for job in expired)
     second = wave()
 

@@ -30,10 +30,10 @@ from tests.faults.harness import Tracker, running_tracker
 from tests.faults.pgcluster import PrivateCluster, unavailable_reason
 from tests.waiting import wait_until
 from tracker import db
+from tracker.catalog.suites import ResolvedSchedule
 from tracker.models import NightlyRun, apscheduler_jobs
 from tracker.scheduling.leader import PostgresLeader
 from tracker.scheduling.service import SchedulerService
-from tracker.suites import ResolvedSchedule
 
 pytestmark = [
     pytest.mark.slow,  # a private PostgreSQL cluster, a tracker and a runner process

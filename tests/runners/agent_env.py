@@ -13,9 +13,9 @@ import httpx
 
 from tests.live import live_server
 from tracker import db
+from tracker.access.tokens import create_token
 from tracker.models import TokenRole
 from tracker.settings import Settings
-from tracker.tokens import create_token
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FAKE_SGLANG = f"{sys.executable} {ROOT / 'tests' / 'fakes' / 'fake_sglang.py'}"

@@ -24,7 +24,7 @@ from runners.workloads.conditions import (
 )
 from runners.workloads.environment import EnvironmentProbe, parse_throttle_mask, throttle_reasons
 from tests.runners.test_sglang_workload import FAKE_SMI, Harness, small_case
-from tracker.hygiene import assess_conditions, conditions_from_environment
+from tracker.ingest.conditions import assess_conditions, conditions_from_environment
 from wire import JobResultIn
 
 PGID = 4242

@@ -10,7 +10,7 @@ import pytest
 
 from runners.toy import ChangeKind, ToyRepository, ToyRepositoryError, create_toy_repository
 from runners.toy.history import MAIN, PULL_REQUESTS
-from tracker.suites import parse_suite
+from tracker.catalog.suites import parse_suite
 
 SUITE = Path(__file__).resolve().parents[2] / "runners" / "toy" / "toy-suite.toml"
 

@@ -8,13 +8,16 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from tests.factories import job_result
-from tracker.catalog import get_current_case, get_hardware_kind
-from tracker.history import GitHistory
-from tracker.ingest import IngestLimits, ingest_job_result
-from tracker.jobs import claim_job, enqueue_job, register_runner
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.ingest.results import IngestLimits
 from tracker.models import Commit, Job, JobReason
-from tracker.schemas import CommitIn
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.queue.jobs import enqueue_job, register_runner
+from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.vcs.history import GitHistory
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.bisections import start_queued_in
+from tracker.workflows.results import store_job_result
+from wire import CommitIn
 
 T0 = dt.datetime(2026, 5, 1, 2, 0, tzinfo=dt.UTC)
 LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)
@@ -76,7 +79,7 @@ class Bench:
         done: list[Job] = []
         for _ in range(limit):
             self.now += dt.timedelta(minutes=1)
-            job = claim_job(session=self.session, runner=self.runner, now=self.now)
+            job = workflow_jobs.claim(session=self.session, runner=self.runner, now=self.now)
             if job is None:
                 return done
             value = measure(job.candidate.base_commit, job)
@@ -84,15 +87,15 @@ class Bench:
                 result = job_result(job.attempts, status="failed", failure_reason="build failed: conflict")
             else:
                 result = job_result(job.attempts, step_times_ms=self.steps(value))
-            ingest_job_result(
+            store_job_result(
                 session=self.session,
                 runner=self.runner,
                 job_id=job.id,
                 result=result,
                 limits=LIMITS,
                 now=self.now,
-                history=self.history,
             )
+            start_queued_in(session=self.session, history=self.history, now=self.now)
             done.append(job)
             self.ran.append(job)
         raise AssertionError(f"the queue did not drain within {limit} jobs")

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tracker.abstats import (
+from tracker.enums import Verdict
+from tracker.statistics.ab import (
     NoisePrior,
     RoundValues,
     calibrate_aa,
     compare_rounds,
     minimum_detectable_change_pct,
 )
-from tracker.models.enums import Verdict
 
 
 def rounds(count: int, change_pct: float, noise_pct: float, seed: int) -> list[RoundValues]:

@@ -12,12 +12,13 @@ from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads, result_body
 from tests.tracker.bench import LIMITS, Bench
-from tracker.catalog import get_current_case
+from tracker.catalog.cases import get_current_case
+from tracker.detection.triage import alert_state, list_alerts, triage_alert
 from tracker.errors import Conflict, InvalidInput
-from tracker.ingest import ingest_result
 from tracker.models import Alert, AlertStatus, Calibration, Commit, Job, JobReason, JobState, Run
-from tracker.schemas import CommitIn, ResultIn
-from tracker.triage import alert_state, list_alerts, sweep, triage_alert
+from tracker.workflows.results import store_result
+from tracker.workflows.sweep import sweep
+from wire import CommitIn, ResultIn
 
 BASE_MS, SLOW_MS, FIXED_MS = 263.7, 287.6, 258.2
 
@@ -38,7 +39,7 @@ def commit_in(index: int) -> CommitIn:
 
 def import_regression(session: Session) -> list[Run]:
     return [
-        ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS).run
+        store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS).run
         for body in regression_payloads()
     ]
 
@@ -82,7 +83,7 @@ def test_the_loose_ci_gate_of_20_percent_sees_nothing(session: Session) -> None:
 def test_a_re_import_does_not_duplicate_the_alert(session: Session) -> None:
     import_regression(session)
     import_regression(session)  # same idempotency keys: nothing new
-    result = sweep(session=session, now=dt.datetime(2026, 6, 1, tzinfo=dt.UTC), history=None)
+    result = sweep(session=session, now=dt.datetime(2026, 6, 1, tzinfo=dt.UTC))
     assert result.series >= 1
     assert len(series_alerts(session)) == 1
 
@@ -316,7 +317,7 @@ def test_a_change_the_other_way_at_an_alerted_commit_is_not_a_second_alert(sessi
             denoise_step_mean_ms=value,
             idempotency_key=f"import-run-{index}-{run}",
         )
-        ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+        store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
 
     for index in range(6):
         store(index, BASE_MS, 0)

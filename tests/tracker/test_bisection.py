@@ -12,9 +12,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
-from tracker.history import GitHistory
 from tracker.models import Alert, Commit, Job, JobReason
-from tracker.schemas import CommitIn
+from tracker.vcs.history import GitHistory
+from wire import CommitIn
 
 CULPRIT = 47
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tracker.changepoints import DetectorConfig, detect_changes, noise_threshold_pct
+from tracker.statistics.changepoints import DetectorConfig, detect_changes, noise_threshold_pct
 
 QWEN_BEFORE, QWEN_BROKEN, QWEN_FIXED = 263.7, 287.6, 258.2
 

@@ -13,19 +13,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.factories import job_result
-from tracker.calibration import list_calibrations
-from tracker.catalog import get_current_case, get_hardware_kind
-from tracker.comparison_views import comparison_view, list_comparisons
-from tracker.comparisons import (
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.comparisons.calibration import list_calibrations
+from tracker.comparisons.core import (
     cancel_comparison,
     create_calibration,
     create_comparison,
     repository_of_cases,
     resolve_candidate,
 )
+from tracker.comparisons.summary import comparison_view, list_comparisons
 from tracker.errors import Conflict, InvalidInput
-from tracker.ingest import IngestLimits, ingest_job_result, ingest_result
-from tracker.jobs import claim_job, register_runner
+from tracker.ingest.results import IngestLimits
 from tracker.models import (
     Arm,
     Calibration,
@@ -38,8 +37,11 @@ from tracker.models import (
     Runner,
     Verdict,
 )
-from tracker.schemas import ResultIn
-from tracker.series_state import latest_calibration
+from tracker.queue.jobs import register_runner
+from tracker.series.state import latest_calibration
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.results import store_job_result, store_result
+from wire import ResultIn
 
 CASE = "qwen-image-t2i-1024"
 T0 = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
@@ -78,7 +80,7 @@ def drive(session: Session, outcome: Callable[[Job], Outcome], limit: int = 200)
     agent = runner(session)
     ran: list[Job] = []
     for _ in range(limit):
-        job = claim_job(session=session, runner=agent, now=T0)
+        job = workflow_jobs.claim(session=session, runner=agent, now=T0)
         if job is None:
             return ran
         measured = outcome(job)
@@ -86,7 +88,7 @@ def drive(session: Session, outcome: Callable[[Job], Outcome], limit: int = 200)
             result = job_result(job.attempts, status="failed", failure_reason=measured)
         else:
             result = job_result(job.attempts, step_times_ms=[measured] * 3)
-        ingest_job_result(session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0)
+        store_job_result(session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0)
         ran.append(job)
     raise AssertionError("the queue never drained")
 
@@ -111,7 +113,7 @@ def planted(change_pct: float, noise_pct: float = 0.3) -> Callable[[Job], Outcom
 def test_rounds_are_queued_interleaved_and_claimed_a_b_a_b(session: Session) -> None:
     comparison = compare(session, rounds=2)
     agent = runner(session)
-    claimed = [claim_job(session=session, runner=agent, now=T0) for _ in range(5)]
+    claimed = [workflow_jobs.claim(session=session, runner=agent, now=T0) for _ in range(5)]
     assert claimed[-1] is None
     jobs = [job for job in claimed if job is not None]
     assert [(job.comparison_round, job.arm) for job in jobs] == [
@@ -209,10 +211,10 @@ def test_inconclusive_doubles_the_rounds_up_to_the_cap_then_says_so(session: Ses
     comparison = compare(session, rounds=2, max_rounds=8)
     agent = runner(session)
     for _ in range(4):
-        job = claim_job(session=session, runner=agent, now=T0)
+        job = workflow_jobs.claim(session=session, runner=agent, now=T0)
         assert job is not None
         result = job_result(job.attempts, step_times_ms=[alternating(job)] * 3)
-        ingest_job_result(session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0)
+        store_job_result(session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0)
     (result,) = comparison.results
     assert comparison.rounds_scheduled == 4
     assert result.verdict is Verdict.PENDING
@@ -268,7 +270,7 @@ def test_head_always_failing_is_done_not_failed(session: Session) -> None:
 def test_cancel(session: Session) -> None:
     comparison = compare(session, rounds=2)
     agent = runner(session)
-    leased = claim_job(session=session, runner=agent, now=T0)
+    leased = workflow_jobs.claim(session=session, runner=agent, now=T0)
     assert leased is not None
     cancel_comparison(session=session, comparison_id=comparison.id, reason="cancelled by test", now=T0)
     jobs = session.scalars(select(Job).where(Job.comparison_id == comparison.id)).all()
@@ -281,10 +283,10 @@ def test_cancel(session: Session) -> None:
     with pytest.raises(Conflict, match="already cancelled"):
         cancel_comparison(session=session, comparison_id=comparison.id, reason="again")
     with pytest.raises(Conflict):  # the leased attempt's late upload is refused
-        ingest_job_result(
+        store_job_result(
             session=session, runner=agent, job_id=leased.id, result=job_result(1), limits=LIMITS, now=T0
         )
-    assert claim_job(session=session, runner=agent, now=T0) is None
+    assert workflow_jobs.claim(session=session, runner=agent, now=T0) is None
 
 
 def test_a_calibration_is_the_noise_prior_and_noise_never_raises_the_threshold(session: Session) -> None:
@@ -312,7 +314,7 @@ def test_series_history_is_the_noise_prior(session: Session) -> None:
             "commit": {"sha": f"{day + 1:07x}", "committed_at": f"2026-05-{day + 1:02d}T00:00:00Z"},
             "step_times_ms": [value] * 3,
         }
-        ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS, now=T0)
+        store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS, now=T0)
     comparison = compare(session, rounds=2)
     drive(session, planted(10.0))
     (result,) = comparison.results

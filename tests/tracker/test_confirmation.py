@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
 from tests.tracker.test_alerts import BASE_MS, commit_in, series_alerts, sha
-from tracker.confirmation import odd_side
-from tracker.jobs import PRIORITY
+from tracker.detection.confirmation import odd_side
 from tracker.models import AlertStatus, Commit, Job, JobReason, Run
+from tracker.queue.jobs import PRIORITY
 
 
 def test_a_load_spike_on_the_first_bad_night_is_that_night_s_run() -> None:

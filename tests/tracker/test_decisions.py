@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.abstats import NoisePrior, RoundValues
-from tracker.changepoint_model import Change
-from tracker.decisions import (
+from tracker.statistics.ab import NoisePrior, RoundValues
+from tracker.statistics.decisions import (
     BisectCall,
     ChangeAction,
     ConfirmationOutcome,
@@ -17,6 +16,7 @@ from tracker.decisions import (
     set_aside_interfered,
     single_run_bisect_call,
 )
+from tracker.statistics.detector import Change
 
 BASE = 100.0
 QUIET = NoisePrior(noise_pct=0.3, dof=20)

@@ -7,11 +7,11 @@ import inspect
 import pkgutil
 
 import tracker
-from tracker.branch_head import BranchUnavailable
 from tracker.errors import ExternalServiceError, InvalidInput, PerftrackError
 from tracker.github.client import GithubError, GithubSetupError
 from tracker.github.commands import CommandError
-from tracker.history import HistoryUnavailable
+from tracker.vcs.branch_head import BranchUnavailable
+from tracker.vcs.history import HistoryUnavailable
 
 
 def _tracker_errors() -> list[type[BaseException]]:

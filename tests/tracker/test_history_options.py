@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tracker.history import GitHistory, HistoryUnavailable
 from tracker.models import Repository
+from tracker.vcs.history import GitHistory, HistoryUnavailable
 
 
 def test_a_url_starting_with_a_dash_is_a_url_not_an_option(tmp_path: Path) -> None:

@@ -11,19 +11,17 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.factories import job_result
-from tracker.catalog import get_current_case, get_hardware_kind
-from tracker.comparison_views import comparison_view
-from tracker.comparisons import create_comparison, repository_of_cases, resolve_candidate
-from tracker.hygiene import (
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.comparisons.core import create_comparison, repository_of_cases, resolve_candidate
+from tracker.comparisons.summary import comparison_view
+from tracker.ingest.conditions import (
     CpuConditions,
     GpuSnapshot,
     RunConditions,
     assess_conditions,
     conditions_from_environment,
-    requeue_if_flagged,
 )
-from tracker.ingest import IngestLimits, ingest_job_result
-from tracker.jobs import claim_job, enqueue_job, register_runner
+from tracker.ingest.results import IngestLimits
 from tracker.models import (
     Arm,
     Comparison,
@@ -36,7 +34,11 @@ from tracker.models import (
     Verdict,
 )
 from tracker.models.runs import MeasurementFlag
-from tracker.series_state import load_series_runs
+from tracker.queue.jobs import enqueue_job, register_runner
+from tracker.series.state import load_series_runs
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.reruns import requeue_if_flagged
+from tracker.workflows.results import store_job_result
 
 CASE = "qwen-image-t2i-1024"
 T0 = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
@@ -187,10 +189,10 @@ def runner(session: Session) -> Runner:
 def run_next(session: Session, environment: dict[str, Any], value: float = 30.0) -> tuple[Job, Run]:
     """Claim the next job and upload one run of it measured under ``environment``."""
     agent = runner(session)
-    job = claim_job(session=session, runner=agent, now=T0)
+    job = workflow_jobs.claim(session=session, runner=agent, now=T0)
     assert job is not None
     result = job_result(job.attempts, step_times_ms=[value] * 3, environment=environment)
-    outcome = ingest_job_result(
+    outcome = store_job_result(
         session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0
     )
     return job, outcome.run
@@ -264,12 +266,12 @@ def test_a_clean_run_is_counted_and_queues_nothing(session: Session) -> None:
 def test_a_failed_run_is_not_flagged(session: Session) -> None:
     nightly(session)
     agent = runner(session)
-    job = claim_job(session=session, runner=agent, now=T0)
+    job = workflow_jobs.claim(session=session, runner=agent, now=T0)
     assert job is not None
     result = job_result(
         job.attempts, status="failed", failure_reason="exited with code 1", environment=BURNER
     )
-    run = ingest_job_result(
+    run = store_job_result(
         session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0
     ).run
     assert run.measurement_flag is None

@@ -15,11 +15,12 @@ from sqlalchemy.orm import Session
 from tests.factories import job_result
 from tests.tracker.bench import LIMITS, Bench
 from tests.tracker.test_bisection import CULPRIT, repository  # noqa: F401 (the fixture)
-from tracker.history import GitHistory
-from tracker.ingest import ingest_job_result
-from tracker.jobs import claim_job
 from tracker.models import Alert, Commit, Job, JobReason, Run
-from tracker.schemas import CommitIn
+from tracker.vcs.history import GitHistory
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.bisections import start_queued_in
+from tracker.workflows.results import store_job_result
+from wire import CommitIn
 
 THROTTLED: dict[str, Any] = {
     "conditions": {
@@ -36,20 +37,20 @@ class FlaggingBench(Bench):
     ) -> None:
         for _ in range(300):
             self.now += dt.timedelta(minutes=1)
-            job = claim_job(session=self.session, runner=self.runner, now=self.now)
+            job = workflow_jobs.claim(session=self.session, runner=self.runner, now=self.now)
             if job is None:
                 return
             value = measure(job.candidate.base_commit, job)
             result = job_result(job.attempts, step_times_ms=self.steps(value), environment=conditions(job))
-            ingest_job_result(
+            store_job_result(
                 session=self.session,
                 runner=self.runner,
                 job_id=job.id,
                 result=result,
                 limits=LIMITS,
                 now=self.now,
-                history=self.history,
             )
+            start_queued_in(session=self.session, history=self.history, now=self.now)
             self.ran.append(job)
         raise AssertionError("the queue did not drain")
 

@@ -12,22 +12,16 @@ from sqlalchemy.orm import Session
 
 from tests.factories import job_result
 from tracker import db
-from tracker.catalog import get_current_case, get_hardware_kind
-from tracker.comparisons import create_comparison
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.comparisons.core import create_comparison
 from tracker.errors import Conflict
-from tracker.ingest import IngestLimits, ingest_job_result
-from tracker.jobs import (
-    PRIORITY,
-    claim_job,
-    enqueue_job,
-    expire_leases,
-    heartbeat,
-    register_runner,
-    release_job,
-)
+from tracker.ingest.results import IngestLimits
 from tracker.models import Candidate, ComparisonKind, Job, JobReason, JobState, Run, Runner, RunStatus
-from tracker.schemas import CommitIn
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.queue.jobs import PRIORITY, enqueue_job, heartbeat, register_runner, release_job
+from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.results import store_job_result
+from wire import CommitIn
 
 T0 = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
 LEASE = dt.timedelta(minutes=5)
@@ -86,34 +80,41 @@ def test_claim_matches_hardware_and_gpu_count(session: Session) -> None:
     gb300 = runner(session, name="gb300", hardware="GB300", gpus=4)
     small = runner(session, name="small", gpus=2)
     big = runner(session, name="big", gpus=8)
-    assert claim_job(session=session, runner=gb300, now=T0) is None
-    assert claim_job(session=session, runner=small, now=T0) is qwen
-    assert claim_job(session=session, runner=small, now=T0) is None  # the 8-GPU job is too big for it
-    assert claim_job(session=session, runner=big, now=T0) is wan
+    assert workflow_jobs.claim(session=session, runner=gb300, now=T0) is None
+    assert workflow_jobs.claim(session=session, runner=small, now=T0) is qwen
+    assert (
+        workflow_jobs.claim(session=session, runner=small, now=T0) is None
+    )  # the 8-GPU job is too big for it
+    assert workflow_jobs.claim(session=session, runner=big, now=T0) is wan
 
 
 def test_priority_then_age(session: Session) -> None:
     low = enqueue(session, sha="1111111")
     high = enqueue(session, sha="2222222", priority=10)
     agent = runner(session)
-    assert claim_job(session=session, runner=agent, now=T0) is high
-    assert claim_job(session=session, runner=agent, now=T0) is low
+    assert workflow_jobs.claim(session=session, runner=agent, now=T0) is high
+    assert workflow_jobs.claim(session=session, runner=agent, now=T0) is low
 
 
 def test_expired_lease_requeues_then_fails_with_every_reason(session: Session) -> None:
     job = enqueue(session, max_attempts=2)
     first, second = runner(session, name="one"), runner(session, name="two")
-    assert claim_job(session=session, runner=first, lease=LEASE, now=T0) is job
+    assert workflow_jobs.claim(session=session, runner=first, lease=LEASE, now=T0) is job
     assert job.attempts == 1
     heartbeat(
         session=session, runner=first, job_id=job.id, attempt=1, lease=LEASE, now=T0 + dt.timedelta(minutes=4)
     )
-    assert expire_leases(session=session, now=T0 + dt.timedelta(minutes=8)) == []  # the heartbeat extended it
-    expire_leases(session=session, now=T0 + dt.timedelta(minutes=10))
+    assert (
+        workflow_jobs.expire(session=session, now=T0 + dt.timedelta(minutes=8)) == []
+    )  # the heartbeat extended it
+    workflow_jobs.expire(session=session, now=T0 + dt.timedelta(minutes=10))
     assert job.state is JobState.QUEUED
-    assert claim_job(session=session, runner=second, lease=LEASE, now=T0 + dt.timedelta(minutes=11)) is job
+    assert (
+        workflow_jobs.claim(session=session, runner=second, lease=LEASE, now=T0 + dt.timedelta(minutes=11))
+        is job
+    )
     assert job.attempts == 2
-    expire_leases(session=session, now=T0 + dt.timedelta(minutes=20))
+    workflow_jobs.expire(session=session, now=T0 + dt.timedelta(minutes=20))
     assert job.state is JobState.FAILED
     assert job.failure_reason is not None
     assert "attempt 1: lease expired" in job.failure_reason
@@ -124,20 +125,20 @@ def test_expired_lease_requeues_then_fails_with_every_reason(session: Session) -
 def test_upload_is_per_attempt_idempotent_and_late_uploads_are_refused(session: Session) -> None:
     job = enqueue(session)
     first, second = runner(session, name="one"), runner(session, name="two")
-    claim_job(session=session, runner=first, lease=LEASE, now=T0)
-    expire_leases(session=session, now=T0 + dt.timedelta(minutes=6))
-    claim_job(session=session, runner=second, lease=LEASE, now=T0 + dt.timedelta(minutes=7))
+    workflow_jobs.claim(session=session, runner=first, lease=LEASE, now=T0)
+    workflow_jobs.expire(session=session, now=T0 + dt.timedelta(minutes=6))
+    workflow_jobs.claim(session=session, runner=second, lease=LEASE, now=T0 + dt.timedelta(minutes=7))
     # Attempt 1 wakes up and uploads: refused, and nothing is stored.
     with pytest.raises(Conflict, match="attempt 1"):
-        ingest_job_result(
+        store_job_result(
             session=session, runner=first, job_id=job.id, result=job_result(attempt=1), limits=LIMITS, now=T1
         )
     assert session.scalar(select(Run).where(Run.job_id == job.id)) is None
     # Attempt 2 uploads twice: stored once.
-    stored = ingest_job_result(
+    stored = store_job_result(
         session=session, runner=second, job_id=job.id, result=job_result(attempt=2), limits=LIMITS, now=T1
     )
-    again = ingest_job_result(
+    again = store_job_result(
         session=session, runner=second, job_id=job.id, result=job_result(attempt=2), limits=LIMITS, now=T1
     )
     assert stored.created
@@ -147,7 +148,7 @@ def test_upload_is_per_attempt_idempotent_and_late_uploads_are_refused(session: 
     assert session.scalars(select(Run).where(Run.job_id == job.id)).all() == [stored.run]
     # Attempt 1 again, now that the job is done: still refused, the stored run untouched.
     with pytest.raises(Conflict):
-        ingest_job_result(
+        store_job_result(
             session=session, runner=first, job_id=job.id, result=job_result(attempt=1), limits=LIMITS, now=T1
         )
 
@@ -155,11 +156,11 @@ def test_upload_is_per_attempt_idempotent_and_late_uploads_are_refused(session: 
 def test_failed_run_fails_the_job_with_its_reason(session: Session) -> None:
     job = enqueue(session)
     agent = runner(session)
-    claim_job(session=session, runner=agent, now=T0)
+    workflow_jobs.claim(session=session, runner=agent, now=T0)
     result = job_result(
         attempt=1, status="failed", failure_reason="patch #102 does not apply on base aaaaaaa"
     )
-    outcome = ingest_job_result(
+    outcome = store_job_result(
         session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0
     )
     assert outcome.run.status is RunStatus.FAILED
@@ -170,10 +171,10 @@ def test_failed_run_fails_the_job_with_its_reason(session: Session) -> None:
 def test_release_returns_the_job_without_using_an_attempt(session: Session) -> None:
     job = enqueue(session, max_attempts=1)
     agent = runner(session)
-    claim_job(session=session, runner=agent, now=T0)
+    workflow_jobs.claim(session=session, runner=agent, now=T0)
     release_job(session=session, runner=agent, job_id=job.id, attempt=1, reason="SIGTERM", now=T0)
     assert job.state is JobState.QUEUED
-    again = claim_job(session=session, runner=agent, now=T0)
+    again = workflow_jobs.claim(session=session, runner=agent, now=T0)
     assert again is job
     assert job.attempts == 2
     assert job.max_attempts == 2
@@ -196,7 +197,7 @@ def _claim_all(engine: Engine, claimers: int, jobs: int, db_url: str) -> Counter
                 with db.session_scope(sessions) as session:
                     agent = session.scalar(select(Runner).where(Runner.name == name))
                     assert agent is not None
-                    job = claim_job(session=session, runner=agent)
+                    job = workflow_jobs.claim(session=session, runner=agent)
                     if job is None:
                         return
                     with lock:
@@ -215,8 +216,8 @@ def _claim_all(engine: Engine, claimers: int, jobs: int, db_url: str) -> Counter
 
 def test_concurrent_claimers_never_share_a_job(scratch_db_url: str) -> None:
     from tests.conftest import SUITES
-    from tracker.catalog import sync_suites
-    from tracker.suites import load_suites
+    from tracker.catalog.cases import sync_suites
+    from tracker.catalog.suites import load_suites
 
     db.upgrade(scratch_db_url)
     engine = (
@@ -268,18 +269,21 @@ def test_a_paired_check_runs_every_round_on_the_runner_that_took_its_first_arm(s
         requests_per_round=1,
         purpose=ComparisonKind.CONFIRMATION,
     )
-    taken = claim_job(session=session, runner=first, lease=LEASE, now=T0)
+    taken = workflow_jobs.claim(session=session, runner=first, lease=LEASE, now=T0)
     assert taken is not None
     assert taken.comparison_id == comparison.id
     assert comparison.runner_id == first.id
     # The other runner leaves the rest of the rounds alone while the first one is alive ...
-    assert claim_job(session=session, runner=second, lease=LEASE, now=T0 + dt.timedelta(minutes=1)) is None
-    again = claim_job(session=session, runner=first, lease=LEASE, now=T0 + dt.timedelta(minutes=2))
+    assert (
+        workflow_jobs.claim(session=session, runner=second, lease=LEASE, now=T0 + dt.timedelta(minutes=1))
+        is None
+    )
+    again = workflow_jobs.claim(session=session, runner=first, lease=LEASE, now=T0 + dt.timedelta(minutes=2))
     assert again is not None
     assert again.comparison_id == comparison.id
     # ... and takes over once it has been silent for long.
     later = T0 + dt.timedelta(hours=1)
-    took_over = claim_job(session=session, runner=second, lease=LEASE, now=later)
+    took_over = workflow_jobs.claim(session=session, runner=second, lease=LEASE, now=later)
     assert took_over is not None
     assert took_over.comparison_id == comparison.id
     assert comparison.runner_id == second.id
@@ -296,6 +300,6 @@ def test_pull_request_comparisons_are_not_pinned(session: Session) -> None:
         rounds=1,
         requests_per_round=1,
     )
-    assert claim_job(session=session, runner=first, lease=LEASE, now=T0) is not None
-    assert claim_job(session=session, runner=second, lease=LEASE, now=T0) is not None
+    assert workflow_jobs.claim(session=session, runner=first, lease=LEASE, now=T0) is not None
+    assert workflow_jobs.claim(session=session, runner=second, lease=LEASE, now=T0) is not None
     assert comparison.runner_id is None

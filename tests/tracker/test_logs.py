@@ -15,9 +15,15 @@ from pydantic import SecretStr, ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker.logs import REDACTED, configure_from_settings, configure_logging, request_id, secret_values
+from tracker.access.tokens import TOKEN_PREFIX
+from tracker.observability.log_config import (
+    REDACTED,
+    configure_from_settings,
+    configure_logging,
+    request_id,
+    secret_values,
+)
 from tracker.settings import Settings
-from tracker.tokens import TOKEN_PREFIX
 from web.app import create_app
 
 TOKEN = TOKEN_PREFIX + "Q" * 20 + "-abc_" + "z" * 18  # the shape perftrack issues: pt_ + 43

@@ -13,10 +13,10 @@ from sqlalchemy import Connection, inspect, select, text
 
 from tests.conftest import SUITES
 from tracker import db
-from tracker.alert_log import record
-from tracker.catalog import sync_suites
+from tracker.catalog.cases import sync_suites
+from tracker.catalog.suites import load_suites
+from tracker.detection.alert_log import record
 from tracker.github import outbox
-from tracker.jobs import claim_job, enqueue_job, expire_leases, finish_job, register_runner, release_job
 from tracker.models import (
     Alert,
     AlertConfirmation,
@@ -32,8 +32,9 @@ from tracker.models import (
     Metric,
     OutboxKind,
 )
-from tracker.suites import load_suites
-from tracker.vcs import ensure_candidate
+from tracker.queue.jobs import enqueue_job, finish_job, register_runner, release_job
+from tracker.vcs.commits import ensure_candidate
+from tracker.workflows import jobs as workflow_jobs
 
 
 def test_upgrade_downgrade_upgrade(scratch_db_url: str) -> None:
@@ -148,18 +149,18 @@ def _states_and_attempts(url: str) -> dict[str, Any]:
                 max_attempts=3,
             ).job
             minute = dt.timedelta(minutes=1)
-            claim_job(session=session, runner=one, now=t0)
+            workflow_jobs.claim(session=session, runner=one, now=t0)
             release_job(
                 session=session, runner=one, job_id=job.id, attempt=1, reason="shutting down", now=t0 + minute
             )
-            claim_job(session=session, runner=two, lease=minute, now=t0 + 2 * minute)
-            expire_leases(session=session, now=t0 + 4 * minute)
-            claim_job(session=session, runner=one, now=t0 + 5 * minute)
+            workflow_jobs.claim(session=session, runner=two, lease=minute, now=t0 + 2 * minute)
+            workflow_jobs.expire(session=session, now=t0 + 4 * minute)
+            workflow_jobs.claim(session=session, runner=one, now=t0 + 5 * minute)
             finish_job(job=job, runner=one, failure_reason="exit code 1", now=t0 + 6 * minute)
             done = enqueue_job(
                 session=session, candidate=candidate, case=case, hardware=kind, reason=JobReason.MANUAL
             ).job
-            claim_job(session=session, runner=two, now=t0 + 7 * minute)
+            workflow_jobs.claim(session=session, runner=two, now=t0 + 7 * minute)
             finish_job(job=done, runner=two, failure_reason=None, now=t0 + 8 * minute)
             states = [
                 (AlertConfirmation.CONFIRMED, BisectionState.FOUND),

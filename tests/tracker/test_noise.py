@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tracker.noise import run_to_run_noise
+from tracker.statistics.noise import run_to_run_noise
 
 
 def nightly(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.pathglob import path_spec, select_cases
+from tracker.catalog.paths import path_spec, select_cases
 
 DIT = "python/sglang/multimodal_gen/runtime/models/dits/qwen_image.py"
 

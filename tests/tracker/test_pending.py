@@ -15,12 +15,12 @@ from tests.factories import regression_payloads
 from tests.tracker.test_alerts import LIMITS
 from tests.tracker.test_scheduling import schedule, scratch_engine, service
 from tracker import db
-from tracker.ingest import ingest_result
 from tracker.models import Alert, PendingEvaluation
-from tracker.pending import mark_pending, pending_count
-from tracker.reactions import evaluate_pending_series
-from tracker.schemas import ResultIn
+from tracker.series.pending import mark_pending, pending_count
 from tracker.settings import Settings
+from tracker.workflows.reactions import evaluate_pending_series
+from tracker.workflows.results import store_result
+from wire import ResultIn
 
 __all__ = ["scratch_engine"]
 DEFERRED = replace(LIMITS, defer_detection=True)
@@ -34,22 +34,22 @@ def alerts(session: Session) -> list[Alert]:
 def test_uploads_mark_the_series_and_the_evaluation_finds_the_regression(session: Session) -> None:
     baseline, slow, _fixed = regression_payloads()
     for body in (baseline, slow):
-        ingest_result(session=session, result=ResultIn.model_validate(body), limits=DEFERRED)
+        store_result(session=session, result=ResultIn.model_validate(body), limits=DEFERRED)
     assert alerts(session) == []  # nothing evaluated yet
     assert pending_count(session=session) == 1  # two runs, one series, one mark
 
-    touched = evaluate_pending_series(session=session, now=NOW, history=None)
+    touched = evaluate_pending_series(session=session, now=NOW)
     [alert] = alerts(session)
     assert touched == [alert]
     assert alert.first_bad_commit.sha == "4739f2e"
     assert alert.change_pct == pytest.approx(9.06, abs=0.01)
     assert pending_count(session=session) == 0
-    assert evaluate_pending_series(session=session, now=NOW, history=None) == []  # nothing marked
+    assert evaluate_pending_series(session=session, now=NOW) == []  # nothing marked
 
 
 def test_marking_twice_keeps_one_mark_with_the_first_time(session: Session) -> None:
     body = regression_payloads()[0]
-    run = ingest_result(session=session, result=ResultIn.model_validate(body), limits=DEFERRED, now=NOW).run
+    run = store_result(session=session, result=ResultIn.model_validate(body), limits=DEFERRED, now=NOW).run
     later = NOW + dt.timedelta(minutes=5)
     mark_pending(session=session, case_id=run.case_id, hardware_kind_id=run.hardware_kind_id, now=later)
     [mark] = session.scalars(select(PendingEvaluation)).all()
@@ -59,7 +59,7 @@ def test_marking_twice_keeps_one_mark_with_the_first_time(session: Session) -> N
 def test_inline_detection_is_the_default(session: Session) -> None:
     baseline, slow, _fixed = regression_payloads()
     for body in (baseline, slow):
-        ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+        store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
     assert len(alerts(session)) == 1
     assert pending_count(session=session) == 0
 
@@ -76,7 +76,7 @@ def test_the_api_defers_when_configured(
     assert alerts(session) == []
     assert pending_count(session=session) == 1
     assert "perftrack_detection_pending_series 1.0" in client.get("/metrics").text
-    evaluate_pending_series(session=session, now=NOW, history=None)
+    evaluate_pending_series(session=session, now=NOW)
     assert len(alerts(session)) == 1
     assert "perftrack_detection_pending_series 0.0" in client.get("/metrics").text
 
@@ -85,7 +85,7 @@ def test_the_scheduler_evaluates_the_marked_series(scratch_engine: Engine, tmp_p
     sessions = db.make_session_factory(scratch_engine)
     with db.session_scope(sessions) as session:
         for body in regression_payloads()[:2]:
-            ingest_result(session=session, result=ResultIn.model_validate(body), limits=DEFERRED)
+            store_result(session=session, result=ResultIn.model_validate(body), limits=DEFERRED)
     scheduler = service(scratch_engine, tmp_path, schedule())
     assert scheduler.evaluate_pending() == 1  # the alert the two runs make
     with db.session_scope(sessions) as session:

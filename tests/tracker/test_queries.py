@@ -10,12 +10,13 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from tests.factories import result_body
-from tracker.catalog import get_hardware_kind
-from tracker.ingest import IngestLimits, ingest_result
-from tracker.queries import BASELINE_RUNS, overview, series
-from tracker.schemas import ResultIn
-from tracker.series_chart import patched_runs, series_chart
-from tracker.sparklines import sparkline
+from tracker.catalog.cases import get_hardware_kind
+from tracker.ingest.results import IngestLimits
+from tracker.views.queries import BASELINE_RUNS, overview, series
+from tracker.views.series_chart import patched_runs, series_chart
+from tracker.views.sparklines import sparkline
+from tracker.workflows.results import store_result
+from wire import ResultIn
 
 LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)
 
@@ -47,7 +48,7 @@ def _fill(session: Session, count: int, case: str = "qwen-image-t2i-1024") -> No
             denoise_step_mean_ms=None,
         )
         body = {key: value for key, value in body.items() if value is not None}
-        ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+        store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
     session.flush()
 
 
@@ -85,7 +86,7 @@ def test_stacked_candidates_stay_out_of_the_branch_series(session: Session) -> N
         denoise_step_mean_ms=None,
     )
     body = {key: value for key, value in body.items() if value is not None}
-    ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+    store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
     data = series(session=session, case_slug="qwen-image-t2i-1024", hardware="H200")
     assert data.total == 3
     assert all(point.value != 100.0 for point in data.points)
@@ -126,7 +127,7 @@ def test_series_chart_and_patched_runs(session: Session) -> None:
         denoise_step_mean_ms=None,
     )
     body = {key: value for key, value in body.items() if value is not None}
-    ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+    store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
     with recorded_sql(session) as statements:
         chart = series_chart(session=session, case_slug="qwen-image-t2i-1024", hardware="H200")
     assert not any("run_artifacts" in statement for statement in statements)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.redaction import REDACTED, is_secret_name, redact_environment, redact_text
+from tracker.access.redaction import REDACTED, is_secret_name, redact_environment, redact_text
 
 GH = "ghp_" + "A1b2" * 9
 HF = "hf_" + "AbCdEfGhIj" * 3 + "klmn"

@@ -25,12 +25,14 @@ from benchmarks.scale.generate import (
 )
 from benchmarks.scale.shape import case_shapes, series_shape
 from tracker import db
-from tracker.catalog import get_current_case, get_hardware_kind
-from tracker.ingest import IngestLimits, ingest_job_result
-from tracker.jobs import claim_job, enqueue_job, register_runner
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.ingest.results import IngestLimits
 from tracker.models import Job, JobAttempt, JobReason, Run, RunArtifacts, RunStage
+from tracker.queue.jobs import enqueue_job, register_runner
 from tracker.settings import Settings
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.results import store_job_result
 from web.app import create_app
 
 CONFIG = ScaleConfig(nights=12, cases=3, hardware=2, comparisons=2, runners_per_kind=2)
@@ -133,7 +135,7 @@ def test_rows_equal_what_ingest_stores(generated: tuple[str, Path, Any], failure
             token=None,
             now=now,
         )
-        job = claim_job(session=session, runner=runner, now=now)
+        job = workflow_jobs.claim(session=session, runner=runner, now=now)
         assert job is not None
         assert job.candidate_id == candidate.id
         result = nightly_payload(
@@ -147,7 +149,7 @@ def test_rows_equal_what_ingest_stores(generated: tuple[str, Path, Any], failure
             failure=failure,
         )
         limits = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)
-        stored = ingest_job_result(
+        stored = store_job_result(
             session=session, runner=runner, job_id=job.id, result=result, limits=limits, now=now
         ).run
         session.flush()
@@ -207,7 +209,7 @@ def test_overview_first_pass_gives_what_one_pass_over_all_runs_gives(
     scratch_db_url: str, tmp_path: Path
 ) -> None:
     """More commits than the overview's first pass reads, with series that need the second pass."""
-    from tracker import queries
+    from tracker.views import queries
 
     config = ScaleConfig(
         nights=queries.RECENT_COMMITS + 20, cases=3, hardware=2, comparisons=1, runners_per_kind=1

@@ -20,15 +20,15 @@ from sqlalchemy.orm import Session
 from tests.conftest import SUITES
 from tests.waiting import wait_until
 from tracker import db
-from tracker.branch_head import BranchUnavailable, ls_remote_head
-from tracker.catalog import sync_suites
-from tracker.history import GitHistory
+from tracker.catalog.cases import sync_suites
+from tracker.catalog.suites import ResolvedSchedule, load_suites
 from tracker.models import Job, JobReason, JobState, NightlyRun, Repository, apscheduler_jobs
 from tracker.scheduling.leader import LOCK_KEY, FileLeader, PostgresLeader
 from tracker.scheduling.nightly import fire_nightly
 from tracker.scheduling.service import SchedulerService, previous_fire_time
 from tracker.settings import Settings
-from tracker.suites import ResolvedSchedule, load_suites
+from tracker.vcs.branch_head import BranchUnavailable, ls_remote_head
+from tracker.vcs.history import GitHistory
 
 NOW = dt.datetime(2026, 11, 29, 18, 0, 5, tzinfo=dt.UTC)
 TEST_LOCK_KEY = LOCK_KEY - 1  # never the lock a live scheduler on the test database holds

@@ -9,13 +9,13 @@ from tests.conftest import SUITES
 from tests.factories import regression_payloads, result_body
 from tests.tracker.test_alerts import LIMITS
 from tracker import db
-from tracker.catalog import sync_suites
-from tracker.ingest import ingest_result
+from tracker.catalog.cases import sync_suites
+from tracker.catalog.suites import load_suites
 from tracker.models import SeriesCount
-from tracker.schemas import ResultIn
-from tracker.series_counts import rebuild_series_counts
+from tracker.series.counts import rebuild_series_counts
 from tracker.settings import Settings
-from tracker.suites import load_suites
+from tracker.workflows.results import store_result
+from wire import ResultIn
 
 
 def counts(session: Session) -> dict[tuple[int, int], tuple[int, int]]:
@@ -27,12 +27,12 @@ def counts(session: Session) -> dict[tuple[int, int], tuple[int, int]]:
 
 def store(session: Session) -> None:
     for body in regression_payloads():
-        ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+        store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
     failed = result_body(status="failed", failure_reason="CUDA out of memory", step_times_ms=[])
     failed.pop("denoise_step_mean_ms")
-    ingest_result(session=session, result=ResultIn.model_validate(failed), limits=LIMITS)
+    store_result(session=session, result=ResultIn.model_validate(failed), limits=LIMITS)
     again = regression_payloads()[0]  # a repeat upload is the same run: not counted twice
-    ingest_result(session=session, result=ResultIn.model_validate(again), limits=LIMITS)
+    store_result(session=session, result=ResultIn.model_validate(again), limits=LIMITS)
 
 
 def test_ingest_counts_runs_and_failures_once(session: Session) -> None:

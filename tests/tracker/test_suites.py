@@ -13,10 +13,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.conftest import SHIPPED_SUITES, SUITES
-from tracker.catalog import sync_suites
+from tracker.catalog.cases import sync_suites
+from tracker.catalog.suites import load_suite, load_suites, parse_suite
 from tracker.errors import SuiteError
 from tracker.models import Case
-from tracker.suites import load_suite, load_suites, parse_suite
 
 SUITE_TEXT = (SUITES / "sglang-diffusion.toml").read_text()
 

@@ -6,9 +6,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.errors import AuthError, Conflict, Forbidden, InvalidInput
-from tracker.models import ApiToken, TokenRole
-from tracker.tokens import (
+from tracker.access.tokens import (
     authenticate,
     create_token,
     ensure_bootstrap_admin,
@@ -16,6 +14,8 @@ from tracker.tokens import (
     looks_like_token,
     revoke_token,
 )
+from tracker.errors import AuthError, Conflict, Forbidden, InvalidInput
+from tracker.models import ApiToken, TokenRole
 
 
 def test_only_the_hash_is_stored(session: Session) -> None:

@@ -12,8 +12,8 @@ from tests.tracker.test_scheduling import scratch_engine
 from tests.waiting import wait_until
 from tracker import db
 from tracker.models import Candidate, Commit, Repository
-from tracker.schemas import CommitIn
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.vcs.commits import ensure_candidate, upsert_commit
+from wire import CommitIn
 
 __all__ = ["scratch_engine"]
 SHA = "abcdef1234567890abcdef1234567890abcdef12"

@@ -12,13 +12,13 @@ from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
 from tests.tracker.bench import LIMITS, Bench
-from tracker.catalog import get_current_case, get_hardware_kind
-from tracker.comparisons import create_calibration, create_comparison
-from tracker.ingest import ingest_result
-from tracker.jobs import enqueue_job, register_runner
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.comparisons.core import create_calibration, create_comparison
 from tracker.models import Commit, Job, JobReason, utcnow
-from tracker.schemas import CommitIn, ResultIn
-from tracker.vcs import ensure_candidate
+from tracker.queue.jobs import enqueue_job, register_runner
+from tracker.vcs.commits import ensure_candidate
+from tracker.workflows.results import store_result
+from wire import CommitIn, ResultIn
 
 CASE = "qwen-image-t2i-1024"
 NIGHTLY_CASE = "wan2.1-t2v-1.3b"
@@ -54,7 +54,7 @@ def steps_of(value: float) -> list[float]:
 def fill(session: Session) -> dict[str, int]:
     """Store everything; returns ids the browser tests look for."""
     for body in regression_payloads(HOSTILE_TITLE):
-        ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+        store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
     bench = Bench(session, case=NIGHTLY_CASE, hardware="H200", runner="h200-node-07", steps=steps_of)
     for index in range(COMMITS):
         bench.commit(commit_in(index))

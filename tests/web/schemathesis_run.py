@@ -46,10 +46,10 @@ CAMPAIGNS: dict[str, Campaign] = {
 
 def _standalone_app(root: Path, database_url: str | None) -> tuple[FastAPI, Tokens]:
     from tracker import db
+    from tracker.access.tokens import create_token
     from tracker.bootstrap import prepare_database
     from tracker.models import TokenRole
     from tracker.settings import Settings
-    from tracker.tokens import create_token
     from web.app import create_app
 
     suites = Path(__file__).resolve().parents[2] / "tests" / "data" / "suites"

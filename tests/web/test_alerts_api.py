@@ -97,9 +97,14 @@ def test_sweep_is_idempotent(client: TestClient, alert_id: int, admin_token: str
 def test_manual_bisection_of_an_import_says_why_it_cannot(
     client: TestClient, alert_id: int, admin_token: str
 ) -> None:
+    """The answer comes before git is asked (``queued``); the range's listing follows it and says why."""
     response = client.post(f"/api/v1/alerts/{alert_id}/bisect", headers=_auth(admin_token))
     assert response.status_code == 200, response.text
-    assert response.json()["bisection_state"] in ("unavailable", "not_needed")
+    assert response.json()["bisection_state"] in ("queued", "not_needed")
+    after = client.get(f"/api/v1/alerts/{alert_id}", headers=_auth(admin_token)).json()
+    assert after["bisection_state"] in ("unavailable", "not_needed")
+    if after["bisection_state"] == "unavailable":
+        assert any("no bisection" in event["reason"] for event in after["events"]), after["events"]
 
 
 def _nightly(session: Session, slow_from: int | None, bad_night: int | None, nights: int = 21) -> None:

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
+from tracker.access.tokens import revoke_token
 from tracker.settings import Settings
-from tracker.tokens import revoke_token
 from web.auth import COOKIE, safe_next
 
 

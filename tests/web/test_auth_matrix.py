@@ -20,10 +20,10 @@ from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
 from tests.web.app_routes import AppRoute, Guard, mutating_routes
+from tracker.access.tokens import create_token, revoke_token
 from tracker.github.webhook import sign
 from tracker.models import Alert, AlertStatus, Base, GithubDelivery, TokenRole
 from tracker.settings import Settings
-from tracker.tokens import create_token, revoke_token
 
 WEBHOOK = "/api/v1/github/webhook"
 SECRET = "whsec-auth-matrix-0123456789"

@@ -13,10 +13,10 @@ from itsdangerous import URLSafeTimedSerializer
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker.dashboard_sessions import hash_session_id
+from tracker.access.sessions import hash_session_id
+from tracker.access.tokens import rotate_token
 from tracker.models import ApiToken, DashboardSession
 from tracker.settings import Settings
-from tracker.tokens import rotate_token
 from web.app import create_app
 from web.auth import COOKIE
 

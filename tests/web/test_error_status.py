@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.branch_head import BranchUnavailable
 from tracker.errors import Conflict, NotFound, PerftrackError
 from tracker.github.client import GithubError, GithubSetupError
 from tracker.github.commands import CommandError
-from tracker.history import HistoryUnavailable
+from tracker.vcs.branch_head import BranchUnavailable
+from tracker.vcs.history import HistoryUnavailable
 from web.errors import status_for
 
 

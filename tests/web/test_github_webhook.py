@@ -25,15 +25,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.factories import job_result
 from tests.fakes.fake_github import FakeGithub
 from tests.tracker.test_comparisons import LIMITS, T0, Outcome, drive, planted, runner
-from tracker.catalog import list_current_cases
+from tracker.catalog.cases import list_current_cases
 from tracker.github import outbox
 from tracker.github.client import GithubClient
 from tracker.github.inbox import process_pending
 from tracker.github.outbox import FlushReport, flush_outbox
 from tracker.github.render import marker
 from tracker.github.webhook import sign
-from tracker.ingest import ingest_job_result
-from tracker.jobs import claim_job
 from tracker.models import (
     Arm,
     Comparison,
@@ -45,6 +43,8 @@ from tracker.models import (
     utcnow,
 )
 from tracker.settings import Settings
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.results import store_job_result
 from web.api.github import get_github_client
 from web.deps import get_settings
 
@@ -441,11 +441,11 @@ def test_compile_counters_show_when_they_differ(
 ) -> None:
     hook.comment("/perf qwen-image-t2i-1024")
     agent = runner(session)
-    while (job := claim_job(session=session, runner=agent, now=T0)) is not None:
+    while (job := workflow_jobs.claim(session=session, runner=agent, now=T0)) is not None:
         breaks = 120 if job.arm is Arm.HEAD else 0
         value = 33.0 if job.arm is Arm.HEAD else 30.0
         result = job_result(job.attempts, step_times_ms=[value] * 3, compile={"graph_breaks": breaks})
-        ingest_job_result(session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0)
+        store_job_result(session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0)
     flush(session, settings, github)
     [comment] = fake.comments_on(PR)
     assert "graph breaks 0 → 120" in comment["body"]

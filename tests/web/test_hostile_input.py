@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 from tests.factories import result_body
 from tests.web.app_routes import app_routes
 from tracker.models import Candidate, Commit, Comparison, Job, Run, RunArtifacts
-from tracker.schemas import MAX_ID, MAX_JSON_DEPTH
 from tracker.settings import Settings
+from wire import MAX_ID, MAX_JSON_DEPTH
 
 WEBHOOK_SECRET = "whsec-hostile-0123456789"
 BEYOND_ANY_ID = "99999999999999999999999"

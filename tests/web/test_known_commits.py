@@ -47,7 +47,7 @@ def test_an_upload_cannot_rewrite_a_known_commit(
         "parents": ["2222222"],
     }
     body = result_body(commit=rewrite, step_times_ms=[250.0, 262.0, 263.0])
-    with caplog.at_level(logging.WARNING, logger="tracker.vcs"):
+    with caplog.at_level(logging.WARNING, logger="tracker.vcs.commits"):
         second = client.post("/api/v1/results", json=body, headers=auth(runner_token))
     assert second.status_code == 201, second.text
     warnings = second.json()["warnings"]

@@ -19,10 +19,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.factories import result_body
 from tracker.github.webhook import sign
-from tracker.jobs import expire_leases
-from tracker.metrics import DatabaseCollector
 from tracker.models import Job, utcnow
+from tracker.observability.metrics import DatabaseCollector
 from tracker.settings import Settings
+from tracker.workflows import jobs as workflow_jobs
 from web.app import create_app
 from web.metrics import webhook_outcome
 
@@ -148,7 +148,7 @@ def test_lease_expiry_overdue_then_counted(
     session.commit()
     overdue = scrape(client)
     assert value(overdue, "perftrack_leases_overdue") == 1
-    expired = expire_leases(session=session)
+    expired = workflow_jobs.expire(session=session)
     session.commit()
     assert [job.id for job in expired] == [job_id]
     after = scrape(client)

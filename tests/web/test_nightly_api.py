@@ -17,12 +17,12 @@ from tests.conftest import SUITES
 from tests.factories import regression_payloads
 from tests.waiting import wait_until
 from tracker import db
-from tracker.branch_head import BranchUnavailable
+from tracker.catalog.suites import ResolvedSchedule
 from tracker.models import Job, JobState, NightlyRun, apscheduler_jobs
 from tracker.scheduling.leader import PostgresLeader, make_leader
 from tracker.scheduling.nightly import fire_nightly
 from tracker.settings import Settings, get_settings
-from tracker.suites import ResolvedSchedule
+from tracker.vcs.branch_head import BranchUnavailable
 from web.app import create_app
 
 HEAD = "c0ffee" + "0" * 34

@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from sqlalchemy.orm import Session
 
-from tracker.comparison_views import comparison_view
+from tracker.comparisons.summary import comparison_view
 from tracker.github.render import code, plain, render_comment
 
 HOSTILE = [

@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tests.factories import result_body
+from tracker.access.tokens import revoke_token
 from tracker.models import Candidate, Commit, Run, RunArtifacts, RunStage
-from tracker.tokens import revoke_token
 
 
 def _post(client: TestClient, token: str | None, body: object) -> object:

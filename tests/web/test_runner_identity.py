@@ -19,9 +19,9 @@ from tests.conftest import SUITES
 from tests.leases import UNEXPIRING_LEASE_S
 from tests.live import live_server
 from tracker import db
+from tracker.access.tokens import create_token
 from tracker.models import TokenRole
 from tracker.settings import Settings
-from tracker.tokens import create_token
 
 CASE = "qwen-image-t2i-1024"
 

@@ -16,12 +16,12 @@ from pydantic import SecretStr
 from sqlalchemy.orm import Session
 
 from tests.factories import result_body
+from tracker.access.tokens import create_token, revoke_token
 from tracker.github.client import GithubClient, GithubError
 from tracker.github.outbox import flush_outbox, queue
 from tracker.github.webhook import sign
 from tracker.models import GithubOutbox, TokenRole
 from tracker.settings import Settings
-from tracker.tokens import create_token, revoke_token
 
 WEBHOOK_SECRET = "whsec-do-not-leak-0123456789abcdef"
 GITHUB_TOKEN = "ghp_do_not_leak_0123456789abcdefABCDEF"

@@ -13,8 +13,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.web.test_dashboard_sessions import START, Clock, csrf_of
+from tracker.access.throttle import client_key, wait_after
 from tracker.settings import Settings
-from tracker.sign_in_throttle import client_key, wait_after
 from web.app import create_app
 
 WRONG = "pt_" + "w" * 43

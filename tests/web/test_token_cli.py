@@ -15,10 +15,10 @@ from tests.conftest import SUITES
 from tests.factories import result_body
 from tests.web.test_cli import cli_env
 from tracker import db
+from tracker.access.tokens import authenticate
 from tracker.errors import AuthError
 from tracker.models import ApiToken, TokenRole
 from tracker.settings import Settings
-from tracker.tokens import authenticate
 from web.app import create_app
 
 runner = CliRunner()

@@ -25,7 +25,7 @@ from typing import Any, assert_never
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.comparison_views import comparison_view
+from tracker.comparisons.summary import comparison_view
 from tracker.errors import Conflict, NotFound
 from tracker.github.client import GithubClient, GithubError, client_from_settings
 from tracker.github.render import comparison_link, marker, render_comment

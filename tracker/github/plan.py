@@ -13,13 +13,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.catalog import list_current_cases, list_hardware_kinds
+from tracker.catalog.cases import list_current_cases, list_hardware_kinds
+from tracker.catalog.paths import select_cases
 from tracker.github.client import GithubClient, GithubError
 from tracker.github.commands import CommandError, PerfCommand, check_hardware, expand_cases
 from tracker.github.render import code
 from tracker.models import Case, Repository
-from tracker.pathglob import select_cases
-from tracker.vcs import pinned_pull_ref
+from tracker.vcs.commits import pinned_pull_ref
 
 DEFAULT_ROUNDS = 2
 FILES_PER_PAGE = 100

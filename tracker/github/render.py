@@ -10,7 +10,7 @@ import re
 import statistics
 from collections.abc import Sequence
 
-from tracker.comparison_views import ComparisonView, ResultView
+from tracker.comparisons.summary import ComparisonView, ResultView
 from tracker.models import Candidate, ComparisonState, Verdict
 
 _VERDICT = {

@@ -1,23 +1,11 @@
 """SQLAlchemy models for the whole perftrack domain (see DESIGN.md, "Domain")."""
 
-from tracker.models.access import ApiToken, DashboardSession, Runner, SignInThrottle
-from tracker.models.automation import GithubDelivery, GithubOutbox, NightlyRun, apscheduler_jobs
-from tracker.models.base import Base, utcnow
-from tracker.models.catalog import CarriedPatch, Case, CaseHardware, HardwareKind, Repository
-from tracker.models.detection import (
-    Alert,
-    AlertEvent,
-    BisectionStep,
-    Calibration,
-    Comparison,
-    ComparisonResult,
-    PendingEvaluation,
-)
-from tracker.models.enums import (
+from tracker.enums import (
     AlertConfirmation,
     AlertStatus,
     Arm,
     AttemptOutcome,
+    BisectionOutcome,
     BisectionState,
     ComparisonKind,
     ComparisonState,
@@ -35,6 +23,19 @@ from tracker.models.enums import (
     Verdict,
     Workload,
 )
+from tracker.models.access import ApiToken, DashboardSession, Runner, SignInThrottle
+from tracker.models.automation import GithubDelivery, GithubOutbox, NightlyRun, apscheduler_jobs
+from tracker.models.base import Base, utcnow
+from tracker.models.catalog import CarriedPatch, Case, CaseHardware, HardwareKind, Repository
+from tracker.models.detection import (
+    Alert,
+    AlertEvent,
+    BisectionStep,
+    Calibration,
+    Comparison,
+    ComparisonResult,
+    PendingEvaluation,
+)
 from tracker.models.jobs import Job, JobAttempt
 from tracker.models.runs import Run, RunArtifacts, RunStage, SeriesCount
 from tracker.models.vcs import Candidate, CandidatePatch, Commit
@@ -48,6 +49,7 @@ __all__ = [
     "Arm",
     "AttemptOutcome",
     "Base",
+    "BisectionOutcome",
     "BisectionState",
     "BisectionStep",
     "Calibration",

@@ -7,9 +7,9 @@ import datetime as dt
 from sqlalchemy import ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict
+from tracker.enums import TokenRole
+from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict, str_enum
 from tracker.models.catalog import HardwareKind
-from tracker.models.enums import TokenRole, str_enum
 
 
 class ApiToken(Base):
@@ -34,7 +34,7 @@ class Runner(Base):
 
     Its current job is the job it holds a live lease on (``jobs.leased_by_runner_id``), not a
     column here, so the two can never disagree. A runner is bound to exactly one runner token and
-    a token to at most one runner (``token_id`` is unique): see :func:`tracker.jobs.register_runner`.
+    a token to at most one runner (``token_id`` is unique): see :func:`tracker.queue.jobs.register_runner`.
     """
 
     __tablename__ = "runners"

@@ -20,8 +20,17 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tracker.models.base import Base, JSONType, UTCDateTime, created_at, int_pk, json_dict, json_list
-from tracker.models.enums import DeliveryState, OutboxKind, str_enum
+from tracker.enums import DeliveryState, OutboxKind
+from tracker.models.base import (
+    Base,
+    JSONType,
+    UTCDateTime,
+    created_at,
+    int_pk,
+    json_dict,
+    json_list,
+    str_enum,
+)
 
 # APScheduler 3's SQLAlchemyJobStore table, declared here with its exact shape: the migration
 # creates it, the job store finds it (``create(checkfirst=True)`` does nothing) and alembic check

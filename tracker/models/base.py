@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from enum import StrEnum
 from typing import Annotated, Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, DateTime, Integer, MetaData, String, TypeDecorator, func
+from sqlalchemy import JSON, BigInteger, DateTime, Enum, Integer, MetaData, String, TypeDecorator, func
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, mapped_column
@@ -67,3 +68,16 @@ class Base(DeclarativeBase):
 
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map: ClassVar[dict[Any, Any]] = {dt.datetime: UTCDateTime()}
+
+
+def str_enum(enum_cls: type[StrEnum], name: str) -> Enum:
+    """A portable column type storing the enum's values, not its member names."""
+    return Enum(
+        enum_cls,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        length=16,
+        values_callable=lambda members: [member.value for member in members],
+        validate_strings=True,
+    )

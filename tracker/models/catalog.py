@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tracker.models.base import Base, created_at, int_pk, json_dict, json_list, str_slug
-from tracker.models.enums import RunMode, Workload, str_enum
+from tracker.enums import RunMode, Workload
+from tracker.models.base import Base, created_at, int_pk, json_dict, json_list, str_enum, str_slug
 
 
 class Repository(Base):

@@ -7,19 +7,19 @@ import datetime as dt
 from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict
-from tracker.models.catalog import Case, HardwareKind, Repository
-from tracker.models.enums import (
+from tracker.enums import (
     AlertConfirmation,
     AlertStatus,
+    BisectionOutcome,
     BisectionState,
     ComparisonKind,
     ComparisonState,
     Direction,
     Metric,
     Verdict,
-    str_enum,
 )
+from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict, str_enum
+from tracker.models.catalog import Case, HardwareKind, Repository
 from tracker.models.vcs import Candidate, Commit
 
 
@@ -68,7 +68,7 @@ class Alert(Base):
     )
     bisection_state: Mapped[BisectionState | None] = mapped_column(
         str_enum(BisectionState, "bisection_state"),
-        comment="not_needed (adjacent), running, found, gave_up, unavailable; null: not started",
+        comment="queued (range to list), not_needed (adjacent), running, found, gave_up, unavailable; null: not started",
     )
     evidence: Mapped[json_dict] = mapped_column(
         comment="how the change was found: method, z, noise, windows, threshold source, outlier runs"
@@ -119,7 +119,9 @@ class BisectionStep(Base):
     position: Mapped[int] = mapped_column(Integer, nullable=False)
     commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id"), nullable=False)
     value: Mapped[float | None] = mapped_column(Float)
-    outcome: Mapped[str] = mapped_column(String(16), nullable=False, comment="good, bad, skipped, pending")
+    outcome: Mapped[BisectionOutcome] = mapped_column(
+        str_enum(BisectionOutcome, "bisection_outcome"), nullable=False, comment="pending, good, bad, skipped"
+    )
     job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
     comparison_id: Mapped[int | None] = mapped_column(
         ForeignKey("comparisons.id", ondelete="SET NULL"),

@@ -7,10 +7,10 @@ import datetime as dt
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from tracker.enums import Arm, AttemptOutcome, JobReason, JobState
 from tracker.models.access import Runner
-from tracker.models.base import Base, UTCDateTime, created_at, int_pk
+from tracker.models.base import Base, UTCDateTime, created_at, int_pk, str_enum
 from tracker.models.catalog import Case, HardwareKind
-from tracker.models.enums import Arm, AttemptOutcome, JobReason, JobState, str_enum
 from tracker.models.vcs import Candidate
 
 

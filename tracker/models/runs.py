@@ -14,14 +14,23 @@ from typing import Any
 from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tracker.models.base import Base, JSONType, UTCDateTime, created_at, int_pk, json_dict, json_list
+from tracker.enums import RunSource, RunStatus
+from tracker.models.base import (
+    Base,
+    JSONType,
+    UTCDateTime,
+    created_at,
+    int_pk,
+    json_dict,
+    json_list,
+    str_enum,
+)
 from tracker.models.catalog import Case, HardwareKind
-from tracker.models.enums import RunSource, RunStatus, str_enum
 from tracker.models.vcs import Candidate, Commit
 
 
 class MeasurementFlag(StrEnum):
-    """Why the conditions a run was measured under disqualify its number (``tracker.hygiene``)."""
+    """Why the conditions a run was measured under disqualify its number (``tracker.ingest.conditions``)."""
 
     CONTENTION = "contention"  # other processes took a share of the CPU beside the benchmark
     GPU_THROTTLED = "gpu_throttled"  # a GPU reported thermal or power throttling before or after

@@ -8,9 +8,9 @@ from sqlalchemy import Boolean, ColumnElement, ForeignKey, Index, Integer, Strin
 from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_list, str_sha
+from tracker.enums import PatchKind
+from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_list, str_enum, str_sha
 from tracker.models.catalog import Repository
-from tracker.models.enums import PatchKind, str_enum
 
 
 class Commit(Base):

@@ -14,15 +14,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.branch_head import (
-    BranchResolver,
-    BranchUnavailable,
-    first_parent_since,
-    head_metadata,
-    ls_remote_head,
-)
-from tracker.history import GitHistory, HistoryUnavailable
-from tracker.jobs import enqueue_job
+from tracker.catalog.suites import ResolvedSchedule
 from tracker.models import (
     Candidate,
     Case,
@@ -35,9 +27,17 @@ from tracker.models import (
     Repository,
     Run,
 )
-from tracker.schemas import CommitIn
-from tracker.suites import ResolvedSchedule
-from tracker.vcs import ensure_candidate, upsert_commit
+from tracker.queue.jobs import enqueue_job
+from tracker.vcs.branch_head import (
+    BranchResolver,
+    BranchUnavailable,
+    first_parent_since,
+    head_metadata,
+    ls_remote_head,
+)
+from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.vcs.history import GitHistory, HistoryUnavailable
+from wire import CommitIn
 
 
 @dataclass

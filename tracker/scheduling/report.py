@@ -8,8 +8,6 @@ takes it; ``nightly_runs.reported_at`` makes each nightly reported once, whichev
 from __future__ import annotations
 
 import datetime as dt
-import re
-from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -17,32 +15,14 @@ from sqlalchemy.orm import Session
 from tracker.github import outbox
 from tracker.models import JobState, NightlyRun, OutboxKind
 from tracker.scheduling.summary import NightlyRunView, nightly_run_view
+from tracker.settings import TrackingIssue
 
-ISSUE_PATTERN = re.compile(r"(?P<repository>[\w.-]+/[\w.-]+)#(?P<number>[1-9]\d{0,9})")
 REPORT_WINDOW = dt.timedelta(
     days=3
 )  # older nightlies (e.g. before the issue was configured) are not reported
 _OPEN_STATES = frozenset({JobState.QUEUED.value, JobState.LEASED.value})
 _FAILED_SHOWN = 20
 _ALERTS_SHOWN = 20
-
-
-@dataclass(frozen=True)
-class TrackingIssue:
-    """``owner/name#number``."""
-
-    repository: str
-    number: int
-
-    @classmethod
-    def parse(cls, text: str) -> TrackingIssue:
-        """Read ``owner/name#123``; a clear error otherwise."""
-        match = ISSUE_PATTERN.fullmatch(text.strip())
-        if match is None:
-            raise ValueError(
-                f"tracking issue {text!r} must read owner/name#NUMBER, e.g. sgl-project/sglang#12345"
-            )
-        return cls(repository=match["repository"], number=int(match["number"]))
 
 
 def report_finished_nightlies(

@@ -26,20 +26,22 @@ from apscheduler.triggers.base import BaseTrigger  # type: ignore[import-untyped
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker import db, reactions, triage
-from tracker.branch_head import BranchResolver, ls_remote_head
+from tracker import db
+from tracker.catalog.suites import ResolvedSchedule, load_suites
 from tracker.github.client import GithubClient, client_from_settings
 from tracker.github.inbox import process_pending, prune_deliveries
 from tracker.github.outbox import FlushReport, flush_outbox
-from tracker.history import GitHistory
-from tracker.jobs import expire_leases
 from tracker.models import NightlyRun, utcnow
 from tracker.scheduling.leader import Leader, make_leader
 from tracker.scheduling.nightly import fire_nightly
 from tracker.scheduling.periodic import schedule_calibrations
-from tracker.scheduling.report import TrackingIssue, report_finished_nightlies
-from tracker.settings import Settings
-from tracker.suites import ResolvedSchedule, load_suites
+from tracker.scheduling.report import report_finished_nightlies
+from tracker.settings import Settings, TrackingIssue
+from tracker.vcs.branch_head import BranchResolver, ls_remote_head
+from tracker.vcs.history import GitHistory
+from tracker.workflows import bisections, reactions
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.sweep import sweep
 
 logger = logging.getLogger("perftrack.scheduler")
 
@@ -253,6 +255,7 @@ class SchedulerService:
             ("expire-leases", self.expire_leases, self.lease_sweep_s),
             ("detection-sweep", self.detection_sweep, self.sweep_interval_s),
             ("pending-detection", self.evaluate_pending, PENDING_INTERVAL_S),
+            ("bisections", self.start_bisections, PENDING_INTERVAL_S),
             ("nightly-report", self.report_nightlies, self.sweep_interval_s),
             ("github-deliveries", self.process_deliveries, PENDING_INTERVAL_S),
             ("github-outbox", self.flush_outbox, min(self.sweep_interval_s, 30.0)),
@@ -302,20 +305,28 @@ class SchedulerService:
     def expire_leases(self) -> int:
         """Requeue (or fail) jobs whose lease ran out."""
         with db.session_scope(self.sessions) as session:
-            return len(expire_leases(session=session, now=self.clock()))
+            return len(workflow_jobs.expire(session=session, now=self.clock()))
 
     def detection_sweep(self) -> int:
         """Evaluate every series for changes; returns the alerts touched."""
         with db.session_scope(self.sessions) as session:
-            report = triage.sweep(session=session, now=self.clock(), history=self.history)
-            return len(report.alerts_touched)
+            report = sweep(session=session, now=self.clock())
+        self.start_bisections()
+        return len(report.alerts_touched)
 
     def evaluate_pending(self) -> int:
         """Evaluate the series uploads marked (deferred detection); returns the alerts touched."""
         with db.session_scope(self.sessions) as session:
-            return len(
-                reactions.evaluate_pending_series(session=session, now=self.clock(), history=self.history)
-            )
+            touched = reactions.evaluate_pending_series(session=session, now=self.clock())
+        self.start_bisections()
+        return len(touched)
+
+    def start_bisections(self) -> int:
+        """Start the bisections waiting for their range to be listed from git (no transaction open
+        while git runs); returns how many started or were found unavailable."""
+        return bisections.start_queued(
+            sessions=self.sessions, read_sessions=self.read_sessions, history=self.history, clock=self.clock
+        )
 
     def github_client(self) -> GithubClient | None:
         """The GitHub client the settings describe (made once); ``None`` without credentials."""

@@ -6,10 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from tracker.confirmation import confirmation_of
+from tracker.detection.confirmation import confirmation_of
+from tracker.detection.triage import get_alert, list_alerts, request_bisection, triage_alert
 from tracker.models import utcnow
-from tracker.triage import get_alert, list_alerts, request_bisection, sweep, triage_alert
-from web.deps import AdminTokenDep, HistoryDep, SessionDep, SettingsDep, WriteSessionDep
+from tracker.workflows.sweep import sweep
+from web.deps import AdminTokenDep, SessionDep, SettingsDep, WriteSessionDep
+from web.followups import FollowUpsDep
 from web.schemas.alerts import AlertDetailOut, AlertOut, SweepOut, TriageIn
 from web.schemas.errors import ADMIN, BODY, errors
 from web.schemas.params import AlertId
@@ -92,17 +94,22 @@ def triage(
     responses=errors(ADMIN, 404, 409, 422, notes={404: "No such alert"}),
 )
 def bisect(
-    alert_id: AlertId, session: WriteSessionDep, history: HistoryDep, _t: AdminTokenDep
+    alert_id: AlertId, session: WriteSessionDep, follow_ups: FollowUpsDep, _t: AdminTokenDep
 ) -> AlertDetailOut:
-    """Start the bisection of an alert by hand (e.g. after the repository became reachable)."""
-    alert = request_bisection(session=session, alert_id=alert_id, history=history, now=utcnow())
+    """Start the bisection of an alert by hand (e.g. after the repository became reachable).
+
+    A range that must be read from git is ``queued`` in the answer and listed right after it.
+    """
+    alert = request_bisection(session=session, alert_id=alert_id, now=utcnow())
     session.commit()
+    follow_ups.start_bisections()
     return AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
 
 
 @router.post("/sweep", response_model=SweepOut, responses=errors(ADMIN))
-def run_sweep(session: WriteSessionDep, history: HistoryDep, _t: AdminTokenDep) -> SweepOut:
+def run_sweep(session: WriteSessionDep, follow_ups: FollowUpsDep, _t: AdminTokenDep) -> SweepOut:
     """Evaluate every series now; returns the alerts created or changed."""
-    report = sweep(session=session, now=utcnow(), history=history)
+    report = sweep(session=session, now=utcnow())
     session.commit()
+    follow_ups.start_bisections()
     return SweepOut(series=report.series, alerts=[AlertOut.of(alert) for alert in report.alerts_touched])

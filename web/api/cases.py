@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tracker.catalog import get_current_case, list_current_cases
+from tracker.catalog.cases import get_current_case, list_current_cases
 from tracker.errors import InvalidInput, NotFound
 from web.deps import SessionDep
 from web.schemas import CaseOut

@@ -6,18 +6,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from tracker.calibration import list_calibrations
-from tracker.comparison_views import comparison_view, list_comparisons
-from tracker.comparisons import (
+from tracker.comparisons.calibration import list_calibrations
+from tracker.comparisons.core import (
     cancel_comparison,
     create_calibration,
     create_comparison,
     repository_of_cases,
     resolve_candidate,
 )
+from tracker.comparisons.summary import comparison_view, list_comparisons
+from tracker.enums import enum_values
 from tracker.errors import InvalidInput
 from tracker.models import ComparisonState
-from tracker.models.enums import enum_values
 from web.deps import AdminTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas import CalibrationIn, CalibrationOut, ComparisonDetailOut, ComparisonIn, ComparisonOut
 from web.schemas.errors import ADMIN, BODY, errors

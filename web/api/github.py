@@ -16,7 +16,7 @@ from tracker.github.events import MalformedDelivery, read_event
 from tracker.github.inbox import process_pending, receive
 from tracker.github.outbox import flush_outbox
 from tracker.github.webhook import signature_valid
-from tracker.metrics import record_webhook
+from tracker.observability.metrics import record_webhook
 from tracker.settings import Settings
 from web.deps import SettingsDep, WriteSessionDep, get_state
 from web.metrics import webhook_outcome

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tracker.catalog import list_hardware_kinds
+from tracker.catalog.cases import list_hardware_kinds
 from web.deps import SessionDep
 from web.schemas import HardwareOut, hardware_out
 

@@ -7,14 +7,24 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from tracker.catalog import get_current_case, get_hardware_kind
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.enums import enum_values
 from tracker.errors import InvalidInput
-from tracker.ingest import IngestLimits, ingest_job_result
-from tracker.jobs import acting_runner, cancel_job, enqueue_job, get_job, heartbeat, list_jobs, release_job
+from tracker.ingest.results import IngestLimits
 from tracker.models import JobReason, JobState
-from tracker.models.enums import enum_values
-from tracker.vcs import ensure_candidate, upsert_commit
-from web.deps import AdminTokenDep, HistoryDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
+from tracker.queue.jobs import (
+    acting_runner,
+    enqueue_job,
+    get_job,
+    heartbeat,
+    list_jobs,
+    release_job,
+)
+from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.results import store_job_result
+from web.deps import AdminTokenDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
+from web.followups import FollowUpsDep
 from web.schemas import EnqueueIn, EnqueueOut, JobOut, job_out
 from web.schemas.errors import ADMIN, BODY, NOT_THIS_RUNNER, RUNNER, errors
 from web.schemas.params import JobId
@@ -154,17 +164,16 @@ def upload_result(
     response: Response,
     session: WriteSessionDep,
     settings: SettingsDep,
-    history: HistoryDep,
+    follow_ups: FollowUpsDep,
     token: RunnerTokenDep,
     runner: RunnerName = None,
 ) -> ResultCreated:
     """Store the run of one attempt (a failure too: its reason and log are kept)."""
     owner = acting_runner(session=session, token=token, name=runner)
     limits = IngestLimits.from_settings(settings)
-    outcome = ingest_job_result(
-        session=session, runner=owner, job_id=job_id, result=body, limits=limits, history=history
-    )
+    outcome = store_job_result(session=session, runner=owner, job_id=job_id, result=body, limits=limits)
     session.commit()
+    follow_ups.start_bisections()
     if not outcome.created:
         response.status_code = status.HTTP_200_OK
     run = outcome.run
@@ -209,8 +218,9 @@ def release(
     response_model=JobOut,
     responses=errors(ADMIN, 404, 409, 422, notes={404: "No such job", 409: "Already finished"}),
 )
-def cancel(job_id: JobId, session: WriteSessionDep, token: AdminTokenDep) -> JobOut:
+def cancel(job_id: JobId, session: WriteSessionDep, token: AdminTokenDep, follow_ups: FollowUpsDep) -> JobOut:
     """Cancel a queued or running job."""
-    job = cancel_job(session=session, job_id=job_id, reason=f"cancelled by {token.name}")
+    job = workflow_jobs.cancel(session=session, job_id=job_id, reason=f"cancelled by {token.name}")
     session.commit()
+    follow_ups.start_bisections()
     return job_out(job)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from tracker.ingest import IngestLimits, ingest_result
-from web.deps import HistoryDep, RunnerTokenDep, SettingsDep, WriteSessionDep
+from tracker.ingest.results import IngestLimits
+from tracker.workflows.results import store_result
+from web.deps import RunnerTokenDep, SettingsDep, WriteSessionDep
+from web.followups import FollowUpsDep
 from web.schemas.errors import BODY, RUNNER, errors
 from wire import ResultCreated, ResultIn
 
@@ -34,13 +36,14 @@ def post_result(
     response: Response,
     session: WriteSessionDep,
     settings: SettingsDep,
-    history: HistoryDep,
+    follow_ups: FollowUpsDep,
     _token: RunnerTokenDep,
 ) -> ResultCreated:
     """Store one result; posting it again with the same idempotency key stores nothing new."""
     limits = IngestLimits.from_settings(settings)
-    outcome = ingest_result(session=session, result=result, limits=limits, history=history)
+    outcome = store_result(session=session, result=result, limits=limits)
     session.commit()
+    follow_ups.start_bisections()
     if not outcome.created:
         response.status_code = status.HTTP_200_OK
     run = outcome.run

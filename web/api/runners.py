@@ -6,10 +6,12 @@ import datetime as dt
 
 from fastapi import APIRouter, Response, status
 
-from tracker.catalog import carried_patches_for, get_hardware_kind
-from tracker.comparisons import job_requests
-from tracker.jobs import acting_runner, claim_job, list_runners, register_runner
+from tracker.catalog.cases import carried_patches_for, get_hardware_kind
+from tracker.comparisons.core import job_requests
+from tracker.queue.jobs import acting_runner, list_runners, register_runner
+from tracker.workflows import jobs as workflow_jobs
 from web.deps import RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
+from web.followups import FollowUpsDep
 from web.schemas import job_spec_out, runner_out
 from web.schemas.errors import BODY, NOT_THIS_RUNNER, RUNNER, errors
 from wire import JobSpecOut, RunnerIn, RunnerOut
@@ -66,11 +68,18 @@ def register(
     },
 )
 def claim(
-    name: str, session: WriteSessionDep, settings: SettingsDep, token: RunnerTokenDep
+    name: str,
+    session: WriteSessionDep,
+    settings: SettingsDep,
+    token: RunnerTokenDep,
+    follow_ups: FollowUpsDep,
 ) -> JobSpecOut | Response:
     """Lease the next job this runner's hardware kind and GPU count can run (``name``: the token's runner)."""
     runner = acting_runner(session=session, token=token, name=name)
-    job = claim_job(session=session, runner=runner, lease=dt.timedelta(seconds=settings.lease_seconds))
+    job = workflow_jobs.claim(
+        session=session, runner=runner, lease=dt.timedelta(seconds=settings.lease_seconds)
+    )
+    follow_ups.start_bisections()  # a lease that ran out may have ended a bisection's round
     if job is None:
         session.commit()
         return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from tracker.queries import parse_metric, series
-from tracker.series_chart import series_chart
+from tracker.views.queries import parse_metric, series
+from tracker.views.series_chart import series_chart
 from web.deps import SessionDep, SettingsDep
 from web.schemas import SeriesOut
 from web.schemas.core import SeriesChartOut

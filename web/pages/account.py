@@ -9,10 +9,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from tracker.dashboard_sessions import end_session, prune_sessions, start_session
-from tracker.errors import AuthError, Forbidden
-from tracker.models import TokenRole
-from tracker.sign_in_throttle import (
+from tracker.access.sessions import end_session, prune_sessions, start_session
+from tracker.access.throttle import (
     ThrottlePolicy,
     client_key,
     prune_throttles,
@@ -20,7 +18,9 @@ from tracker.sign_in_throttle import (
     record_success,
     wait_for,
 )
-from tracker.tokens import authenticate
+from tracker.access.tokens import authenticate
+from tracker.errors import AuthError, Forbidden
+from tracker.models import TokenRole
 from web.auth import Account, safe_next
 from web.deps import CsrfDep, NowDep, SettingsDep, WebSessionDep, WriteSessionDep
 from web.pages.templating import templates
@@ -67,7 +67,7 @@ def login(
     """Check the token (admin role, not revoked); on success start a server-side session.
 
     Repeated failures from one address (or from everyone) make every sign-in from there wait:
-    429 with ``Retry-After``, before the token is even looked at (see :mod:`tracker.sign_in_throttle`).
+    429 with ``Retry-After``, before the token is even looked at (see :mod:`tracker.access.throttle`).
     """
     target = safe_next(next)
     policy = ThrottlePolicy.from_settings(settings)

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from tracker.confirmation import confirmation_of
+from tracker.detection.confirmation import confirmation_of
+from tracker.detection.triage import TRANSITIONS, alert_state, get_alert, list_alerts, triage_alert
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Alert, AlertStatus, utcnow
-from tracker.queries import series
-from tracker.triage import TRANSITIONS, alert_state, get_alert, list_alerts, triage_alert
+from tracker.views.queries import series
 from web.deps import DashboardAdminDep, SessionDep, WebSessionDep, WriteSessionDep
 from web.errors import redact
 from web.pages.templating import templates

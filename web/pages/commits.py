@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from tracker.commit_view import commit_view, find_commits
 from tracker.errors import NotFound
+from tracker.views.commit import commit_view, find_commits
 from web.deps import SessionDep
 from web.pages.templating import templates
 

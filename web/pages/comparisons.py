@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from tracker.calibration import list_calibrations
-from tracker.comparison_views import ComparisonView, comparison_view, list_comparisons
+from tracker.comparisons.calibration import list_calibrations
+from tracker.comparisons.summary import ComparisonView, comparison_view, list_comparisons
 from tracker.models import Calibration, Comparison
 from web.deps import SessionDep
 from web.pages.templating import format_ms, format_pct, templates

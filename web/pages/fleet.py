@@ -8,13 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from tracker.catalog import get_hardware_kind
+from tracker.catalog.cases import get_hardware_kind
+from tracker.enums import FINISHED_JOB_STATES
 from tracker.errors import InvalidInput
-from tracker.fleet import JobRow, hardware_names, job_rows, runner_rows
-from tracker.jobs import get_job
-from tracker.metrics import queue_depth
 from tracker.models import HardwareKind, JobState
-from tracker.models.enums import FINISHED_JOB_STATES
+from tracker.observability.metrics import queue_depth
+from tracker.queue.jobs import get_job
+from tracker.views.fleet import JobRow, hardware_names, job_rows, runner_rows
 from web.deps import SessionDep, SettingsDep
 from web.pages.templating import templates
 from web.schemas.params import MAX_ID

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from tracker.detection.triage import list_alerts
 from tracker.models import AlertStatus, Direction
-from tracker.queries import BASELINE_RUNS, SPARKLINE_RUNS, OverviewRow, overview
-from tracker.sparklines import Sparkline, sparkline
-from tracker.triage import list_alerts
+from tracker.views.queries import BASELINE_RUNS, SPARKLINE_RUNS, OverviewRow, overview
+from tracker.views.sparklines import Sparkline, sparkline
 from web.deps import SessionDep
 from web.pages.templating import templates
 

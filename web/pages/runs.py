@@ -11,10 +11,15 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from tracker.hygiene import CONTENTION_SHARE_PCT, STEAL_PCT, RunConditions, conditions_from_environment
-from tracker.jobs import get_job
+from tracker.ingest.conditions import (
+    CONTENTION_SHARE_PCT,
+    STEAL_PCT,
+    RunConditions,
+    conditions_from_environment,
+)
 from tracker.models import RunStage
-from tracker.queries import get_run
+from tracker.queue.jobs import get_job
+from tracker.views.queries import get_run
 from web.deps import SessionDep
 from web.pages.templating import templates
 from web.schemas.params import RunId

@@ -10,12 +10,12 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from tracker.alerts import series_alerts
-from tracker.catalog import get_hardware_kind
+from tracker.catalog.cases import get_hardware_kind
+from tracker.detection.alerts import series_alerts
+from tracker.detection.triage import alert_state
 from tracker.models import Metric
-from tracker.queries import METRIC_UNITS, parse_metric
-from tracker.series_chart import patched_runs, series_chart
-from tracker.triage import alert_state
+from tracker.views.queries import METRIC_UNITS, parse_metric
+from tracker.views.series_chart import patched_runs, series_chart
 from web.deps import SessionDep, SettingsDep
 from web.pages.templating import templates
 

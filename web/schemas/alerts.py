@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tracker.bisection import bisection_view
-from tracker.comparison_views import ComparisonView
+from tracker.comparisons.summary import ComparisonView
+from tracker.detection.bisection import bisection_view
+from tracker.detection.triage import alert_state
 from tracker.models import Alert
-from tracker.triage import alert_state
 from web.schemas.comparisons import RoundOut
 from web.schemas.core import CommitOut
 from web.schemas.params import InModel

@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tracker.hygiene import RunConditions, conditions_from_environment
+from tracker.ingest.conditions import RunConditions, conditions_from_environment
 from tracker.models import Case, Commit, HardwareKind, Run
-from tracker.queries import Series
-from tracker.series_chart import ChartCommit, SeriesChart
+from tracker.views.queries import Series
+from tracker.views.series_chart import ChartCommit, SeriesChart
 
 
 class HardwareOut(BaseModel):

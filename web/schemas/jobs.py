@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tracker.jobs import RunnerStatus
 from tracker.models import CarriedPatch, Job
+from tracker.queue.jobs import RunnerStatus
 from web.schemas.params import InModel
 from wire import (
     ClaimedCandidate,

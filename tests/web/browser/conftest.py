@@ -17,9 +17,9 @@ from tests.conftest import SUITES
 from tests.live import live_server
 from tests.web.dashboard_data import fill
 from tracker import db
+from tracker.access.tokens import create_token
 from tracker.models import TokenRole
 from tracker.settings import Settings
-from tracker.tokens import create_token
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -18,15 +18,15 @@ from tests.factories import regression_payloads
 from tests.live import live_server
 from tests.tracker.bench import LIMITS
 from tracker import db
-from tracker.catalog import get_current_case, get_hardware_kind
-from tracker.comparisons import create_comparison
-from tracker.ingest import ingest_result
-from tracker.jobs import enqueue_job, register_runner
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.comparisons.core import create_comparison
+from tracker.detection.triage import triage_alert
 from tracker.models import Alert, Comparison, JobReason, Run, utcnow
-from tracker.schemas import ResultIn
+from tracker.queue.jobs import enqueue_job, register_runner
 from tracker.settings import Settings
-from tracker.triage import triage_alert
-from tracker.vcs import ensure_candidate
+from tracker.vcs.commits import ensure_candidate
+from tracker.workflows.results import store_result
+from wire import ResultIn
 
 SCRIPT = "<script>window.__pwned='script'</script>"
 IMG = "<img src=x onerror=\"window.__pwned='img'\">"
@@ -91,7 +91,7 @@ def _fill(settings: Settings) -> tuple[list[int], int, int, int, str]:
                 body["case"] = SLUG
                 body["commit"] |= {"title": COMMIT_TITLE, "author_name": AUTHOR}
                 body["raw_log"] = LOG_LINE + "\n" + body.get("raw_log", "")
-                ingest_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
+                store_result(session=session, result=ResultIn.model_validate(body), limits=LIMITS)
             sha = regression_payloads()[1]["commit"]["sha"]
             failed = ResultIn.model_validate(
                 {
@@ -107,7 +107,7 @@ def _fill(settings: Settings) -> tuple[list[int], int, int, int, str]:
                     "raw_log": LOG_LINE,
                 }
             )
-            failed_run = ingest_result(session=session, result=failed, limits=LIMITS).run.id
+            failed_run = store_result(session=session, result=failed, limits=LIMITS).run.id
             alert = session.scalars(select(Alert)).first()
             assert alert is not None
             triage_alert(

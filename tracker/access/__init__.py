@@ -1,0 +1,1 @@
+"""Who may act: API tokens, dashboard sessions, the sign-in throttle, and secrets kept out of stored text."""

@@ -1,0 +1,1 @@
+"""What is measured: suite files, the cases and hardware kinds they declare, path globs."""

@@ -1,0 +1,1 @@
+"""A/B comparisons of candidates in interleaved rounds, A/A calibration, and their summaries."""

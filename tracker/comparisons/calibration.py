@@ -1,0 +1,136 @@
+"""What a comparison is judged against: the series' noise, the model threshold, A/A calibrations.
+
+A comparison of few rounds cannot estimate its own noise, so it borrows a prior: the run-to-run
+noise of the series (plain-commit runs of the case on that hardware), else the per-arm noise the
+newest A/A calibration measured. The threshold is the model's, raised to what the calibration
+says this many rounds can detect at all: a verdict below the minimum detectable change would be
+luck, not measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.models import (
+    Calibration,
+    Case,
+    Comparison,
+    HardwareKind,
+)
+from tracker.series.state import latest_calibration, load_series_runs
+from tracker.statistics.ab import NoisePrior, RoundValues, calibrate_aa
+from tracker.statistics.noise import run_to_run_noise
+
+# A long history should not drown the comparison's own rounds: the prior counts as at most this
+# many degrees of freedom.
+MAX_PRIOR_DOF = 20
+# Comparison sizes an A/A calibration reports (besides its own round count).
+CALIBRATION_ROUND_COUNTS = (2, 4, 8)
+
+
+@dataclass(frozen=True)
+class JudgedAgainst:
+    """The threshold a result is judged with, where it came from, and the noise prior (if any)."""
+
+    threshold_pct: float
+    threshold_source: str
+    prior: NoisePrior | None
+    prior_source: str | None
+
+
+def judged_against(*, session: Session, case: Case, hardware: HardwareKind) -> JudgedAgainst:
+    """Threshold and noise prior for comparisons of ``case`` on ``hardware``.
+
+    The prior is the newest A/A calibration's per-arm noise when there is one (it measured exactly
+    this: the same build twice, in rounds, on this hardware), else the series' run-to-run noise.
+    The threshold is the model's (per hardware kind where set). Noise does not raise it: the
+    interval already carries the noise, so a noisy setup gives wide intervals and inconclusive
+    verdicts (and more rounds), never a "no change" within some inflated band.
+    """
+    calibration = latest_calibration(session=session, case=case, hardware=hardware)
+    prior: NoisePrior | None
+    if calibration is not None and calibration.rounds > 1:
+        prior = NoisePrior(
+            noise_pct=calibration.round_noise_pct, dof=min(calibration.rounds - 1, MAX_PRIOR_DOF)
+        )
+        prior_source: str | None = "calibration"
+    else:
+        prior = series_noise_prior(session=session, case=case, hardware=hardware)
+        prior_source = "series" if prior is not None else None
+    return JudgedAgainst(
+        threshold_pct=case.threshold_for(hardware.name),
+        threshold_source="model",
+        prior=prior,
+        prior_source=prior_source,
+    )
+
+
+def series_noise_prior(*, session: Session, case: Case, hardware: HardwareKind) -> NoisePrior | None:
+    """Run-to-run noise of the series as a prior, or ``None`` without history.
+
+    The series is what detection reads (:func:`tracker.series.state.load_series_runs`): plain-commit
+    runs outside comparisons, refuted outliers left out, so a comparison's own rounds never count.
+    """
+    commits = load_series_runs(session=session, case=case, hardware=hardware)
+    estimate = run_to_run_noise([[run.value for run in entry.runs] for entry in commits])
+    if estimate is None:
+        return None
+    return NoisePrior(noise_pct=estimate.cv_pct, dof=min(estimate.differences, MAX_PRIOR_DOF))
+
+
+def store_calibration(
+    *,
+    session: Session,
+    comparison: Comparison,
+    case: Case,
+    hardware: HardwareKind,
+    rounds: Sequence[RoundValues],
+) -> tuple[int, ...]:
+    """Store what an A/A comparison's rounds say about one case × hardware (nothing under 2 rounds).
+
+    Returns the rounds (1-based) that stood apart from the others and so did not set the noise.
+    """
+    if len(rounds) < 2:
+        return ()
+    threshold = case.threshold_for(hardware.name)
+    measured = calibrate_aa(
+        rounds, threshold_pct=threshold, round_counts=sorted({*CALIBRATION_ROUND_COUNTS, len(rounds)})
+    )
+    calibration = Calibration(
+        case_id=case.id,
+        hardware_kind_id=hardware.id,
+        comparison_id=comparison.id,
+        rounds=measured.rounds,
+        round_noise_pct=measured.round_noise_pct,
+        threshold_pct=threshold,
+        false_verdict_rate={str(size): rate for size, rate in measured.false_verdict_rate.items()},
+        mde_pct={str(size): mde for size, mde in measured.mde_pct.items()},
+    )
+    session.add(calibration)
+    session.flush()
+    return measured.outlier_rounds
+
+
+def list_calibrations(
+    *, session: Session, case: str | None = None, hardware: str | None = None, limit: int = 100
+) -> list[Calibration]:
+    """Calibrations newest first, optionally of one case slug (any version) and hardware kind."""
+    query = (
+        select(Calibration)
+        .join(Case, Case.id == Calibration.case_id)
+        .options(selectinload(Calibration.case), selectinload(Calibration.hardware_kind))
+        .order_by(Calibration.created_at.desc(), Calibration.id.desc())
+        .limit(limit)
+    )
+    if case is not None:
+        query = query.where(Case.slug == get_current_case(session=session, slug=case).slug)
+    if hardware is not None:
+        query = query.where(
+            Calibration.hardware_kind_id == get_hardware_kind(session=session, name=hardware).id
+        )
+    return list(session.scalars(query))

@@ -1,0 +1,1 @@
+"""Change detection on series: alerts, their log, paired confirmation, bisection, triage."""

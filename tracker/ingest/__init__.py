@@ -1,0 +1,1 @@
+"""Storing results: limits, redaction, measurement conditions, each run written once."""

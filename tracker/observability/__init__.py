@@ -1,0 +1,1 @@
+"""The service's own logging set-up and Prometheus metrics."""

@@ -1,0 +1,496 @@
+"""The job queue: enqueue once, lease to one runner at a time, expire, retry, finish.
+
+Leases: a claim hands the oldest, highest-priority queued job of the runner's hardware kind (and
+no more GPUs than it has) to exactly one runner. On PostgreSQL the candidate row is locked with
+``FOR UPDATE SKIP LOCKED``, so concurrent claimers never wait for or get the same job; on SQLite
+the claim runs in one ``BEGIN IMMEDIATE`` transaction, which serialises claimers. Heartbeats
+extend a lease; a lease that runs out puts the job back in the queue (its attempt counter already
+counts the lost attempt), and after ``max_attempts`` the job fails with every attempt's reason.
+
+Paired checks (a suspect's confirmation, a bisection step's rounds) run every round on one
+runner, so that runner-to-runner differences cannot pose as a change: the first claim of one of
+their arms pins the comparison to its runner, and other runners leave its jobs alone — unless the
+pinned runner has not been heard from for :data:`PIN_STALE_AFTER`, when anyone may take over.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, exists, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from tracker.enums import FINISHED_JOB_STATES
+from tracker.errors import Conflict, Forbidden, InvalidInput, NotFound
+from tracker.models import (
+    ApiToken,
+    Arm,
+    AttemptOutcome,
+    Candidate,
+    Case,
+    Comparison,
+    ComparisonKind,
+    HardwareKind,
+    Job,
+    JobAttempt,
+    JobReason,
+    JobState,
+    Runner,
+    TokenRole,
+    utcnow,
+)
+from tracker.observability.metrics import record_lease_expiries
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LEASE = dt.timedelta(minutes=5)
+# A pinned runner silent this long (no claim, heartbeat or registration) no longer holds its checks.
+PIN_STALE_AFTER = dt.timedelta(minutes=30)
+_PINNED_KINDS = (ComparisonKind.CONFIRMATION, ComparisonKind.BISECT)
+# Who waits for a job decides its place in the queue: a confirmation holds an alert back, a
+# bisection narrows one down, a pull request's author waits for a comment; nightly runs fill the rest.
+PRIORITY: dict[JobReason, int] = {
+    JobReason.CONFIRM: 30,
+    JobReason.BISECT: 20,
+    JobReason.PR: 10,
+    JobReason.MANUAL: 5,
+    JobReason.NIGHTLY: 0,
+}
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    """The job for a request to enqueue, and whether this call created it."""
+
+    job: Job
+    created: bool
+
+
+def job_key(
+    *, candidate: Candidate, case: Case, hardware: HardwareKind, reason: JobReason, purpose: str = ""
+) -> str:
+    """Idempotency key: one job per candidate, case version, hardware kind and purpose."""
+    return f"{reason.value}:{candidate.key[:32]}:{case.id}:{hardware.id}:{purpose}"[:128]
+
+
+def enqueue_job(
+    *,
+    session: Session,
+    candidate: Candidate,
+    case: Case,
+    hardware: HardwareKind,
+    reason: JobReason,
+    priority: int | None = None,
+    max_attempts: int = 3,
+    purpose: str = "",
+    requested_by: str = "",
+    comparison_id: int | None = None,
+    comparison_round: int | None = None,
+    arm: Arm | None = None,
+    alert_id: int | None = None,
+) -> Enqueued:
+    """Queue a job unless the same one (candidate, case, hardware, reason, purpose) exists.
+
+    ``priority`` defaults to the reason's place in the queue (:data:`PRIORITY`).
+    """
+    if case.num_gpus < 1:
+        raise InvalidInput("case", f"case {case.slug!r} needs at least one GPU slot")
+    key = job_key(candidate=candidate, case=case, hardware=hardware, reason=reason, purpose=purpose)
+    existing = session.scalar(select(Job).where(Job.idempotency_key == key))
+    if existing is not None:
+        return Enqueued(job=existing, created=False)
+    job = Job(
+        idempotency_key=key,
+        candidate=candidate,
+        case=case,
+        hardware_kind=hardware,
+        num_gpus=case.num_gpus,
+        reason=reason,
+        priority=PRIORITY[reason] if priority is None else priority,
+        state=JobState.QUEUED,
+        max_attempts=max_attempts,
+        attempt_history=[],
+        requested_by=requested_by,
+        comparison_id=comparison_id,
+        comparison_round=comparison_round,
+        arm=arm,
+        alert_id=alert_id,
+    )
+    try:
+        with session.begin_nested():
+            session.add(job)
+            session.flush()
+    except IntegrityError:
+        # Another process enqueued the same job between our check and insert.
+        existing = session.scalar(select(Job).where(Job.idempotency_key == key))
+        if existing is None:
+            raise
+        return Enqueued(job=existing, created=False)
+    return Enqueued(job=job, created=True)
+
+
+def register_runner(
+    *,
+    session: Session,
+    name: str,
+    hardware: HardwareKind,
+    gpu_count: int,
+    labels: dict[str, Any],
+    version: str,
+    host: str,
+    token: ApiToken | None,
+    now: dt.datetime | None = None,
+) -> Runner:
+    """Create or update a runner's advertised capabilities; a registration is a heartbeat.
+
+    A runner token is one runner's identity, bound to it here:
+
+    - a new name is created and bound to ``token``;
+    - a name bound to ``token`` is updated (the same agent restarting);
+    - a name bound to another token is refused (:class:`Forbidden`) and nothing changes;
+    - a token already bound to another name is refused (:class:`Conflict`): one token per runner;
+    - a name bound to no token (a runner registered before tokens were bound, one of several that
+      shared a token before migration 0011, or one whose token was revoked) is bound to the first
+      runner token that registers it, logged as a warning; an operator who wants a different agent
+      to take the name revokes the old token first.
+
+    An admin token never acts as a runner (:class:`Forbidden`). ``token=None`` is for the tracker's
+    own callers (tests, fixtures): it registers without touching the binding.
+    """
+    if token is not None:
+        _check_runner_role(token)
+    runner = session.scalar(select(Runner).where(Runner.name == name))
+    if token is not None:
+        if runner is not None and runner.token_id is not None and runner.token_id != token.id:
+            raise Forbidden(
+                f"runner {name!r} is bound to another token; a token acts only as its own runner "
+                "(register under another name, or rotate that runner's token)"
+            )
+        bound = session.scalar(select(Runner).where(Runner.token_id == token.id))
+        if bound is not None and bound.name != name:
+            raise Conflict(
+                f"token {token.name!r} already acts as runner {bound.name!r}; each runner needs its own "
+                "token (perftrack token create NAME --role runner)"
+            )
+        if runner is not None and runner.token_id is None:
+            logger.warning("runner %r had no token; bound to token %r by its registration", name, token.name)
+    if runner is None:
+        runner = Runner(name=name, hardware_kind=hardware)
+        session.add(runner)
+    runner.hardware_kind = hardware
+    runner.gpu_count = gpu_count
+    runner.labels = dict(labels)
+    runner.version = version
+    runner.host = host
+    if token is not None:
+        runner.token_id = token.id
+    runner.last_heartbeat_at = now or utcnow()
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError as error:
+        # A concurrent registration took the name or bound the token between our reads and here.
+        raise Conflict(f"runner {name!r} was registered concurrently; try again") from error
+    return runner
+
+
+def acting_runner(*, session: Session, token: ApiToken, name: str | None = None) -> Runner:
+    """The runner ``token`` is bound to; ``name``, when given, must be that runner's name.
+
+    Identity comes from the token: naming another runner (or acting as one with an admin token) is
+    :class:`Forbidden`; a token bound to no runner yet must register first (:class:`NotFound`).
+    """
+    _check_runner_role(token)
+    runner = session.scalar(select(Runner).where(Runner.token_id == token.id))
+    if name is not None and (runner is None or runner.name != name):
+        if runner is None and session.scalar(select(Runner.id).where(Runner.name == name)) is None:
+            raise NotFound(f"no runner named {name!r}; register it first")
+        acting = f"runner {runner.name!r}" if runner is not None else "no runner yet"
+        raise Forbidden(f"this token acts as {acting}, not as {name!r}; a token acts only as its own runner")
+    if runner is None:
+        raise NotFound(
+            f"token {token.name!r} is bound to no runner; register it first (POST /api/v1/runners)"
+        )
+    return runner
+
+
+def _check_runner_role(token: ApiToken) -> None:
+    if token.role is not TokenRole.RUNNER:
+        raise Forbidden("an admin token does not act as a runner; use the runner's own runner token")
+
+
+def expire_leases(*, session: Session, now: dt.datetime | None = None) -> list[Job]:
+    """Put jobs whose lease ran out back in the queue, or fail them after their last attempt.
+
+    Returns every job whose lease ran out; those now ``failed`` ended, and what follows from that
+    (a comparison's round, a bisection step) is :mod:`tracker.workflows.jobs`'s to do.
+    """
+    now = now or utcnow()
+    expired = session.scalars(
+        select(Job)
+        .where(Job.state == JobState.LEASED, Job.lease_expires_at < now)
+        .order_by(Job.id)
+        .with_for_update(skip_locked=True)
+    ).all()
+    for job in expired:
+        runner = session.get(Runner, job.leased_by_runner_id) if job.leased_by_runner_id else None
+        _end_attempt(
+            job,
+            outcome=AttemptOutcome.LEASE_EXPIRED,
+            reason=f"lease expired at {job.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC without a heartbeat",
+            runner=runner,
+            now=now,
+        )
+        if job.attempts >= job.max_attempts:
+            job.state = JobState.FAILED
+            job.finished_at = now
+            job.failure_reason = _all_reasons(job)
+        else:
+            job.state = JobState.QUEUED
+    session.flush()
+    record_lease_expiries(len(expired))
+    return list(expired)
+
+
+def claim_job(
+    *, session: Session, runner: Runner, lease: dt.timedelta = DEFAULT_LEASE, now: dt.datetime | None = None
+) -> Job | None:
+    """Lease the next job this runner can run, or ``None`` when there is none.
+
+    Leases that ran out are not looked at here: :func:`tracker.workflows.jobs.claim` expires them
+    first, and reacts to the jobs that ended.
+    """
+    now = now or utcnow()
+    runner.last_heartbeat_at = now
+    pinned_elsewhere = exists(
+        select(Comparison.id)
+        .join(Runner, Runner.id == Comparison.runner_id)
+        .where(
+            Comparison.id == Job.comparison_id,
+            Comparison.runner_id != runner.id,
+            Runner.last_heartbeat_at > now - PIN_STALE_AFTER,
+        )
+    )
+    job = session.scalar(
+        select(Job)
+        .where(
+            Job.state == JobState.QUEUED,
+            Job.hardware_kind_id == runner.hardware_kind_id,
+            Job.num_gpus <= runner.gpu_count,
+            or_(Job.comparison_id.is_(None), and_(~pinned_elsewhere)),
+        )
+        .order_by(Job.priority.desc(), Job.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    )
+    if job is None:
+        session.flush()
+        return None
+    if job.comparison_id is not None:
+        _pin(session=session, comparison_id=job.comparison_id, runner=runner)
+    job.state = JobState.LEASED
+    job.attempts += 1
+    job.leased_by_runner_id = runner.id
+    job.leased_at = now
+    job.lease_expires_at = now + lease
+    session.flush()
+    return job
+
+
+def _pin(*, session: Session, comparison_id: int, runner: Runner) -> None:
+    """Pin a paired check to the runner that claims its first arm (or takes it over)."""
+    comparison = session.scalar(select(Comparison).where(Comparison.id == comparison_id).with_for_update())
+    if comparison is not None and comparison.kind in _PINNED_KINDS and comparison.runner_id != runner.id:
+        comparison.runner_id = runner.id
+
+
+def live_job(
+    *, session: Session, runner: Runner, job_id: int, attempt: int, now: dt.datetime | None = None
+) -> Job:
+    """The job if ``attempt`` is its current, unexpired lease held by ``runner``; else 409/404."""
+    now = now or utcnow()
+    job = session.scalar(select(Job).where(Job.id == job_id).with_for_update())
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    if job.state is not JobState.LEASED or job.attempts != attempt or job.leased_by_runner_id != runner.id:
+        raise Conflict(
+            f"attempt {attempt} of job {job_id} is no longer leased to {runner.name} "
+            f"(job is {job.state.value}, at attempt {job.attempts})"
+        )
+    expired_at = job.lease_expires_at
+    if expired_at is not None and expired_at < now:
+        raise Conflict(f"the lease of attempt {attempt} of job {job_id} expired at {expired_at:%H:%M:%S} UTC")
+    return job
+
+
+def heartbeat(
+    *,
+    session: Session,
+    runner: Runner,
+    job_id: int,
+    attempt: int,
+    lease: dt.timedelta = DEFAULT_LEASE,
+    now: dt.datetime | None = None,
+) -> Job:
+    """Extend the lease of a running attempt."""
+    now = now or utcnow()
+    job = live_job(session=session, runner=runner, job_id=job_id, attempt=attempt, now=now)
+    job.lease_expires_at = now + lease
+    runner.last_heartbeat_at = now
+    session.flush()
+    return job
+
+
+def release_job(
+    *,
+    session: Session,
+    runner: Runner,
+    job_id: int,
+    attempt: int,
+    reason: str,
+    now: dt.datetime | None = None,
+) -> Job:
+    """Give a job back (the runner is shutting down); the attempt does not count against retries."""
+    now = now or utcnow()
+    job = live_job(session=session, runner=runner, job_id=job_id, attempt=attempt, now=now)
+    _end_attempt(
+        job,
+        outcome=AttemptOutcome.RELEASED,
+        reason=reason or "released by the runner",
+        runner=runner,
+        now=now,
+    )
+    job.max_attempts += 1  # a clean hand-back is not a failed attempt
+    job.state = JobState.QUEUED
+    session.flush()
+    return job
+
+
+def finish_job(
+    *, job: Job, runner: Runner, failure_reason: str | None, now: dt.datetime | None = None
+) -> None:
+    """Close a job after its attempt uploaded a run: done, or failed with the run's reason."""
+    now = now or utcnow()
+    _end_attempt(
+        job,
+        outcome=AttemptOutcome.FAILED if failure_reason else AttemptOutcome.DONE,
+        reason=failure_reason or "",
+        runner=runner,
+        now=now,
+    )
+    job.state = JobState.FAILED if failure_reason else JobState.DONE
+    job.failure_reason = failure_reason
+    job.finished_at = now
+
+
+def cancel_job(*, session: Session, job_id: int, reason: str, now: dt.datetime | None = None) -> Job:
+    """Cancel a queued or leased job (a leased attempt's later upload is then refused).
+
+    Nothing else moves: :func:`tracker.workflows.jobs.cancel` also tells the job's comparison or
+    bisection.
+    """
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    if job.state in FINISHED_JOB_STATES:
+        raise Conflict(f"job {job_id} is already {job.state.value}")
+    job.state = JobState.CANCELLED
+    job.failure_reason = reason
+    job.finished_at = now or utcnow()
+    session.flush()
+    return job
+
+
+def _end_attempt(
+    job: Job, *, outcome: AttemptOutcome, reason: str, runner: Runner | None, now: dt.datetime
+) -> None:
+    job.attempt_history.append(
+        JobAttempt(
+            number=job.attempts,
+            runner=runner,
+            outcome=outcome,
+            reason=reason,
+            started_at=job.leased_at,
+            ended_at=now,
+        )
+    )
+    job.leased_by_runner_id = None
+    job.lease_expires_at = None
+
+
+def _all_reasons(job: Job) -> str:
+    lines = [
+        f"attempt {entry.number}: {entry.outcome.value}: {entry.reason}" for entry in job.attempt_history
+    ]
+    return f"failed after {job.attempts} attempts; " + "; ".join(lines)
+
+
+@dataclass(frozen=True)
+class RunnerStatus:
+    """A runner with what is derived about it: online or not, the job it holds."""
+
+    runner: Runner
+    online: bool
+    current_job_id: int | None
+
+
+def list_runners(
+    *, session: Session, offline_after: dt.timedelta, now: dt.datetime | None = None, name: str | None = None
+) -> list[RunnerStatus]:
+    """Registered runners (or the one named), online first; the current job is the one it holds."""
+    now = now or utcnow()
+    query = select(Runner).order_by(Runner.name)
+    if name is not None:
+        query = query.where(Runner.name == name)
+    runners = session.scalars(query).all()
+    leases = session.execute(
+        select(Job.leased_by_runner_id, Job.id).where(
+            Job.state == JobState.LEASED, Job.leased_by_runner_id.is_not(None)
+        )
+    ).all()
+    holding = {int(runner_id): int(job_id) for runner_id, job_id in leases if runner_id is not None}
+    statuses = [
+        RunnerStatus(
+            runner=runner,
+            online=runner.last_heartbeat_at is not None and now - runner.last_heartbeat_at <= offline_after,
+            current_job_id=holding.get(runner.id),
+        )
+        for runner in runners
+    ]
+    statuses.sort(key=lambda status: (not status.online, status.runner.name))
+    return statuses
+
+
+def list_jobs(
+    *, session: Session, state: JobState | None = None, hardware: HardwareKind | None = None, limit: int = 200
+) -> list[Job]:
+    """Jobs newest first, optionally of one state and hardware kind."""
+    query = (
+        select(Job)
+        .order_by(Job.id.desc())
+        .limit(limit)
+        .options(
+            selectinload(Job.case),
+            selectinload(Job.hardware_kind),
+            selectinload(Job.candidate),
+            selectinload(Job.leased_by),
+            selectinload(Job.attempt_history).selectinload(JobAttempt.runner),
+        )
+    )
+    if state is not None:
+        query = query.where(Job.state == state)
+    if hardware is not None:
+        query = query.where(Job.hardware_kind_id == hardware.id)
+    return list(session.scalars(query))
+
+
+def get_job(*, session: Session, job_id: int) -> Job:
+    """One job by id."""
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    return job

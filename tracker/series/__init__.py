@@ -1,0 +1,1 @@
+"""A case's measurements on one hardware kind: its runs, counts, state (noise, segments) and pending evaluations."""

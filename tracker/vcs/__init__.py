@@ -1,0 +1,1 @@
+"""Commits, candidates (a base plus stacked patches), branch heads and git history."""

@@ -1,0 +1,1 @@
+"""Read models for the pages and the API: nothing here writes."""

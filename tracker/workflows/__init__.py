@@ -1,0 +1,1 @@
+"""What follows what: a job that ended, a stored run or a finished round, chained to detection, bisection and the bot."""

@@ -1,0 +1,110 @@
+"""Bisections whose range must come from git: listed outside any transaction, then started.
+
+:func:`tracker.detection.bisection.start_bisection` leaves an alert ``queued`` when the commits
+between its last good and first bad commits are not stored. Cloning or fetching a mirror can take
+minutes, and on SQLite a write transaction holds the database's one write lock, so here no session
+is open while git runs: the queued ranges are read, each is listed with :class:`GitHistory`, and
+each bisection starts in its own short write transaction. The web layer runs this after answering
+an upload, a claim or a request for a bisection; the scheduler runs it too, for what is left.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from tracker import db
+from tracker.detection.bisection import cannot_list, start_bisection
+from tracker.enums import BisectionState
+from tracker.models import Alert, Repository, utcnow
+from tracker.vcs.history import GitHistory, HistoryUnavailable
+from wire import CommitIn
+
+NO_HISTORY = "the tracker has no git history configured for bisection"
+
+
+@dataclass(frozen=True)
+class QueuedRange:
+    """One queued bisection's range, read in a session that is closed before git runs."""
+
+    alert_id: int
+    repository: Repository  # detached: its name and url are loaded
+    good_sha: str
+    bad_sha: str
+
+
+def queued_ranges(*, session: Session, limit: int = 20) -> list[QueuedRange]:
+    """The oldest queued bisections, with what listing their ranges needs."""
+    alerts = session.scalars(
+        select(Alert).where(Alert.bisection_state == BisectionState.QUEUED).order_by(Alert.id).limit(limit)
+    ).all()
+    ranges = []
+    for alert in alerts:
+        good, bad = alert.last_good_commit, alert.first_bad_commit
+        if good is None:
+            continue  # start_bisection never queues these
+        repository = bad.repository
+        _ = (repository.name, repository.url)  # loaded now, read after the session closes
+        ranges.append(QueuedRange(alert.id, repository, good.sha, bad.sha))
+    return ranges
+
+
+def list_range(history: GitHistory | None, queued: QueuedRange) -> Sequence[CommitIn] | str:
+    """The first-parent commits after the good one up to the bad one, or why they cannot be listed."""
+    if history is None:
+        return NO_HISTORY
+    try:
+        return history.first_parent_range(queued.repository, queued.good_sha, queued.bad_sha)
+    except HistoryUnavailable as error:
+        return f"cannot list the commits between: {error}"
+
+
+def begin(
+    *, session: Session, queued: QueuedRange, listed: Sequence[CommitIn] | str, now: dt.datetime
+) -> Alert | None:
+    """Start the bisection with its listed range, or mark it unavailable with the reason.
+
+    The alert is read locked (PostgreSQL), so two callers that listed the same range start it once.
+    """
+    alert = session.get(Alert, queued.alert_id, with_for_update=True)
+    if alert is None or alert.bisection_state is not BisectionState.QUEUED:
+        return None
+    if isinstance(listed, str):
+        cannot_list(alert=alert, reason=listed, now=now)
+    else:
+        start_bisection(session=session, alert=alert, now=now, listed=listed)
+    session.flush()
+    return alert
+
+
+def start_queued_in(*, session: Session, history: GitHistory | None, now: dt.datetime | None = None) -> int:
+    """All queued bisections in one session (the command line, tests): git runs inside it."""
+    started = 0
+    for queued in queued_ranges(session=session, limit=1000):
+        if begin(session=session, queued=queued, listed=list_range(history, queued), now=now or utcnow()):
+            started += 1
+    return started
+
+
+def start_queued(
+    *,
+    sessions: sessionmaker[Session],
+    read_sessions: sessionmaker[Session],
+    history: GitHistory | None,
+    clock: Callable[[], dt.datetime] = utcnow,
+    limit: int = 20,
+) -> int:
+    """List the queued ranges with no session open, start each in its own transaction; how many."""
+    with read_sessions() as session:
+        ranges = queued_ranges(session=session, limit=limit)
+    started = 0
+    for queued in ranges:
+        listed = list_range(history, queued)
+        with db.session_scope(sessions) as session:
+            if begin(session=session, queued=queued, listed=listed, now=clock()) is not None:
+                started += 1
+    return started

@@ -1,0 +1,132 @@
+"""What follows a stored run or a job that ended without one.
+
+One place dispatches, so ingest and the job queue stay ignorant of comparisons and alerts:
+a flagged run is measured again;
+a comparison's arm advances its comparison; a run on a series (nightly, confirm, bisect, manual,
+import) feeds change detection, and a bisect job's result moves its bisection on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy.orm import Session
+
+from tracker.comparisons.core import comparison_job_ended, record_comparison_job
+from tracker.detection import bisection
+from tracker.detection.alerts import evaluate_series
+from tracker.detection.confirmation import settle_confirmation
+from tracker.github import status as github_status
+from tracker.models import (
+    Alert,
+    Candidate,
+    Case,
+    Comparison,
+    ComparisonKind,
+    HardwareKind,
+    Job,
+    JobReason,
+    Run,
+)
+from tracker.series import pending
+from tracker.workflows.reruns import requeue_if_flagged
+
+# Jobs whose runs are points of the nightly series (plain commits of the branch).
+SERIES_REASONS = (JobReason.NIGHTLY, JobReason.CONFIRM, JobReason.BISECT, JobReason.MANUAL)
+
+
+def after_job_run(
+    *,
+    session: Session,
+    job: Job,
+    run: Run,
+    now: dt.datetime,
+    defer: bool = False,
+) -> None:
+    """React to the run a job attempt stored (its job is already done or failed).
+
+    ``defer``: only mark the series for the scheduler's next evaluation (``tracker.series.pending``).
+    """
+    requeue_if_flagged(session=session, job=job, run=run, now=now)
+    if job.comparison_id is not None:
+        comparison = record_comparison_job(session=session, job=job, run=run, now=now)
+        _comparison_moved(session=session, comparison=comparison, now=now)
+        return
+    if job.reason not in SERIES_REASONS:
+        return
+    if job.reason is JobReason.BISECT:
+        bisection.record_job(session=session, job=job, run=run, now=now)
+    if _is_plain(session, job.candidate_id):
+        _evaluate(session=session, case=job.case, hardware=job.hardware_kind, now=now, defer=defer)
+
+
+def after_job_ended(*, session: Session, job: Job, now: dt.datetime) -> None:
+    """React to a job that ended without a run: failed after its last lease expired, or cancelled."""
+    if job.comparison_id is not None:
+        comparison = comparison_job_ended(session=session, job=job, now=now)
+        _comparison_moved(session=session, comparison=comparison, now=now)
+        return
+    if job.reason is JobReason.BISECT:
+        bisection.record_job(session=session, job=job, run=None, now=now)
+
+
+def _comparison_moved(*, session: Session, comparison: Comparison, now: dt.datetime) -> None:
+    """A comparison advanced: a PR's comment follows it; a finished confirmation settles its
+    alert (a confirmed one is bisected); a finished bisection step moves its bisection on."""
+    if comparison.kind is ComparisonKind.CONFIRMATION:
+        confirmed = settle_confirmation(session=session, comparison=comparison, now=now)
+        if confirmed is not None:
+            bisection.start_bisection(session=session, alert=confirmed, now=now)
+    elif comparison.kind is ComparisonKind.BISECT:
+        bisection.record_paired_step(session=session, comparison=comparison, now=now)
+    else:
+        github_status.comparison_changed(session=session, comparison=comparison)
+
+
+def after_import(*, session: Session, run: Run, now: dt.datetime, defer: bool = False) -> None:
+    """React to an imported run: it is a series point when it measured a plain commit."""
+    if _is_plain(session, run.candidate_id):
+        _evaluate(session=session, case=run.case, hardware=run.hardware_kind, now=now, defer=defer)
+
+
+def evaluate_pending_series(*, session: Session, now: dt.datetime) -> list[Alert]:
+    """Evaluate the series uploads marked under deferred detection (the scheduler calls this)."""
+    return pending.evaluate_pending(
+        session=session,
+        evaluate=lambda case, kind: _evaluate(session=session, case=case, hardware=kind, now=now),
+    )
+
+
+def evaluate_and_bisect(
+    *, session: Session, case: Case, hardware: HardwareKind, now: dt.datetime
+) -> list[Alert]:
+    """Evaluate one series now; an alert that opens as an established change starts its bisection.
+
+    The one place where detection hands over to bisection: uploads, the deferred evaluation and the
+    sweep all come here. (A suspect is bisected once its paired rounds confirm it, in
+    :func:`_comparison_moved`.)
+    """
+
+    def bisect(alert: Alert) -> None:
+        bisection.start_bisection(session=session, alert=alert, now=now)
+
+    return evaluate_series(session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect)
+
+
+def _is_plain(session: Session, candidate_id: int) -> bool:
+    candidate = session.get(Candidate, candidate_id)
+    return candidate is not None and candidate.is_plain
+
+
+def _evaluate(
+    *,
+    session: Session,
+    case: Case,
+    hardware: HardwareKind,
+    now: dt.datetime,
+    defer: bool = False,
+) -> list[Alert]:
+    if defer:
+        pending.mark_pending(session=session, case_id=case.id, hardware_kind_id=hardware.id, now=now)
+        return []
+    return evaluate_and_bisect(session=session, case=case, hardware=hardware, now=now)
