@@ -23,7 +23,7 @@ from benchmarks.detection.report import (
     recall_table,
     stream_tables,
 )
-from tracker.statistics.decisions import ConfirmationPolicy
+from tracker.statistics.paired_rounds import ConfirmationPolicy
 
 # --quick streams with confirmation through every third series (a third of every kind).
 QUICK_STREAM_EVERY = 3

@@ -16,10 +16,10 @@ Each series is walked night by night, as the service sees it. After night ``t``'
    take in a real change a few nights on). Not mirrored: the service also retires a too-noisy
    suspect whose nightly run lies far above its commit's paired runs and measures that commit
    again (``tracker.detection.confirmation``); the benchmark's nights are drawn once;
-3. :func:`tracker.statistics.decisions.plan_change` plans it (everything here was measured by perftrack's
+3. :func:`tracker.statistics.paired_rounds.plan_change` plans it (everything here was measured by perftrack's
    runners, so ``can_rerun`` is true) and, for ``confirm``, paired rounds of the last good and first
    bad commits are drawn **on night t** (:func:`benchmarks.detection.runmodel.paired_round`) and
-   judged by :func:`tracker.statistics.decisions.judge_confirmation` — adding rounds as ``rounds_wanted``
+   judged by :func:`tracker.statistics.confirmation.judge_confirmation` — adding rounds as ``rounds_wanted``
    asks, up to the policy's cap — until the judgement is final;
 4. confirmed: an alert at the first bad commit; refuted: the nightly run farther from its own
    arm's paired level (last good or first bad: the paired rounds say the two commits share one
@@ -45,13 +45,8 @@ from benchmarks.detection.runmodel import paired_round
 from tracker.comparisons.calibration import MAX_PRIOR_DOF
 from tracker.statistics.ab import ComparisonStats, NoisePrior, RoundValues
 from tracker.statistics.changepoints import Change, Detection, DetectorConfig, detect_changes
-from tracker.statistics.decisions import (
-    ChangeAction,
-    ConfirmationOutcome,
-    ConfirmationPolicy,
-    judge_confirmation,
-    plan_change,
-)
+from tracker.statistics.confirmation import ConfirmationOutcome, judge_confirmation
+from tracker.statistics.paired_rounds import ChangeAction, ConfirmationPolicy, plan_change
 
 # The prior as the service hands it over (``tracker.comparisons.calibration.series_noise_prior``): the series'
 # noise with its differences as degrees of freedom, at most this many. ``judge_confirmation`` caps

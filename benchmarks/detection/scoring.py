@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from benchmarks.detection.confirming import StreamOutcome, Suspect
 from benchmarks.detection.dataset import LabelledSeries, TrueChange
 from benchmarks.detection.peers import THRESHOLD_PCT, Flag
-from tracker.statistics.decisions import ConfirmationOutcome
+from tracker.statistics.confirmation import ConfirmationOutcome
 
 TOLERANCE = 2
 

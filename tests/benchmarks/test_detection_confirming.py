@@ -11,7 +11,7 @@ from benchmarks.detection.confirming import StreamOutcome, stream_with_confirmat
 from benchmarks.detection.dataset import LabelledSeries, SeriesKind, TrueChange
 from benchmarks.detection.runmodel import RunModel, nightly_runs, run_sigma_for
 from benchmarks.detection.scoring import StreamTally
-from tracker.statistics.decisions import ConfirmationOutcome
+from tracker.statistics.confirmation import ConfirmationOutcome
 
 LENGTH = 70
 

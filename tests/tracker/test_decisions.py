@@ -5,18 +5,15 @@ from __future__ import annotations
 import pytest
 
 from tracker.statistics.ab import NoisePrior, RoundValues
-from tracker.statistics.decisions import (
-    BisectCall,
+from tracker.statistics.bisection import BisectCall, bisect_call, single_run_bisect_call
+from tracker.statistics.confirmation import ConfirmationOutcome, judge_confirmation
+from tracker.statistics.detector import Change
+from tracker.statistics.paired_rounds import (
     ChangeAction,
-    ConfirmationOutcome,
     ConfirmationPolicy,
-    bisect_call,
-    judge_confirmation,
     plan_change,
     set_aside_interfered,
-    single_run_bisect_call,
 )
-from tracker.statistics.detector import Change
 
 BASE = 100.0
 QUIET = NoisePrior(noise_pct=0.3, dof=20)

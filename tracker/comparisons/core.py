@@ -43,13 +43,9 @@ from tracker.models import (
 )
 from tracker.queue.jobs import cancel_job, enqueue_job
 from tracker.statistics.ab import ComparisonStats, RoundValues, compare_rounds
-from tracker.statistics.decisions import (
-    BisectCall,
-    ConfirmationOutcome,
-    ConfirmationPolicy,
-    bisect_call,
-    judge_confirmation,
-)
+from tracker.statistics.bisection import BisectCall, bisect_call
+from tracker.statistics.confirmation import ConfirmationOutcome, judge_confirmation
+from tracker.statistics.paired_rounds import ConfirmationPolicy
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from wire import CommitIn
 
@@ -376,7 +372,11 @@ def _refresh_paired_check(
     rounds: list[RoundView],
     now: dt.datetime,
 ) -> None:
-    """A confirmation or bisection step: :mod:`tracker.statistics.decisions` judges, and asks for more rounds."""
+    """A confirmation or bisection step: the pure decisions judge, and ask for more rounds.
+
+    :mod:`tracker.statistics.confirmation` judges a confirmation, :mod:`tracker.statistics.bisection`
+    a bisection step.
+    """
     _judge(session=session, result=result, rounds=rounds, now=now)
     scheduled = len(rounds)
     failures = _failures(rounds)

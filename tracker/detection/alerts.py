@@ -7,7 +7,7 @@
   re-placed by a commit or two, or found inside an alert's last-good..first-bad range, is the
   same alert);
 * every change measured by perftrack's runners is a *suspect* first
-  (:func:`tracker.statistics.decisions.plan_change`): the alert waits in ``confirmation = pending`` while
+  (:func:`tracker.statistics.paired_rounds.plan_change`): the alert waits in ``confirmation = pending`` while
   paired rounds of its last good and first bad commits decide (:mod:`tracker.detection.confirmation`):
   confirmed, refuted (status ``invalid``, the suspect run left out of detection) or unconfirmed
   because too noisy — never confirmed on one unpaired re-run, nor on runs that merely held;
@@ -56,7 +56,7 @@ from tracker.series.state import (
     series_threshold,
 )
 from tracker.statistics.changepoints import Change, Detection
-from tracker.statistics.decisions import ChangeAction, plan_change
+from tracker.statistics.paired_rounds import ChangeAction, plan_change
 
 __all__ = [
     "ACTOR",

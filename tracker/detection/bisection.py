@@ -3,12 +3,12 @@
 The range is the first-parent line after the last good commit up to the first bad one. Each
 step measures the middle commit still in doubt with a ``bisect`` job; a value nearer the level
 after the change than the one before it is bad — when one run decides it given the series'
-noise (:func:`tracker.statistics.decisions.single_run_bisect_call`), against the two levels the alert's
+noise (:func:`tracker.statistics.bisection.single_run_bisect_call`), against the two levels the alert's
 paired confirmation measured. Interference only slows a run down: the fastest run counts, and a
 single run at the slower level is measured once more before it is called. When one run cannot
 decide, paired rounds of the
 commit against the last good one (a comparison of kind ``bisect``) decide where its level lies
-(:func:`tracker.statistics.decisions.bisect_call`), so noise cannot send the search the wrong way. A commit
+(:func:`tracker.statistics.bisection.bisect_call`), so noise cannot send the search the wrong way. A commit
 that fails to build or run, or stays too close to call, is skipped and its neighbour is tried,
 as ``asv find`` does. About log2(n) steps; commits already measured (nightly runs inside the
 range) are classified without a job.
@@ -44,7 +44,7 @@ from tracker.models import (
     Verdict,
 )
 from tracker.queue.jobs import enqueue_job
-from tracker.statistics.decisions import BisectCall, single_run_bisect_call
+from tracker.statistics.bisection import BisectCall, single_run_bisect_call
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.vcs.history import stored_first_parent_range
 from wire import CommitIn

@@ -3,7 +3,7 @@
 A change detection finds on runs that perftrack's runners measured is a *suspect*
 (``confirmation = pending``) until a comparison of its last good and first bad commits (kind
 ``confirmation``: A B A B …, a fresh process each) has judged it with
-:func:`tracker.statistics.decisions.judge_confirmation`:
+:func:`tracker.statistics.confirmation.judge_confirmation`:
 
 * **confirmed** — the paired interval lies beyond the threshold in the suspect's direction: the
   alert opens as a real change (bisection starts there). A confirmed improvement that brings a
@@ -50,7 +50,7 @@ from tracker.models import (
 )
 from tracker.queue.jobs import PRIORITY, enqueue_job
 from tracker.series.state import load_series_runs
-from tracker.statistics.decisions import ConfirmationPolicy, interfered_runs
+from tracker.statistics.paired_rounds import ConfirmationPolicy, interfered_runs
 from tracker.vcs.commits import ensure_candidate
 
 __all__ = ["POLICY", "confirmation_of", "odd_side", "settle_confirmation", "start_confirmation"]
@@ -145,7 +145,7 @@ def _remeasure_interfered(session: Session, alert: Alert, comparison: Comparison
     """After inconclusive rounds, a nightly run far above its own commit's paired arm was interfered with.
 
     The rounds measured both commits several times: a nightly run well above every clean one of
-    its commit (:func:`tracker.statistics.decisions.interfered_runs`, the rule that sets rounds aside) was
+    its commit (:func:`tracker.statistics.paired_rounds.interfered_runs`, the rule that sets rounds aside) was
     slowed by something else on the machine, and it would go on standing in the series as a step
     that no paired rounds can confirm. It leaves detection with the reason shown, and its commit is
     measured once more, ahead of the next nightly, so the series gets that commit's real level.
@@ -190,7 +190,7 @@ class _NightlySide:
     reference: list[float]  # the arm's clean values in the paired rounds
     interfered: list[
         Run
-    ]  # nightly runs far above them (:func:`tracker.statistics.decisions.interfered_runs`)
+    ]  # nightly runs far above them (:func:`tracker.statistics.paired_rounds.interfered_runs`)
 
 
 def _nightly_against_rounds(
@@ -339,7 +339,7 @@ def _refute(session: Session, alert: Alert, note: str, now: dt.datetime, compari
     """Refuted: the nightly run that made the false step leaves detection.
 
     The rounds measured both commits: a nightly run far above its own commit's paired runs was
-    slowed down (:func:`tracker.statistics.decisions.interfered_runs`) and is the one to leave out. When
+    slowed down (:func:`tracker.statistics.paired_rounds.interfered_runs`) and is the one to leave out. When
     neither or both stand out that way, :func:`odd_side` decides from the series.
     """
     before, after = alert.before_value, alert.after_value

@@ -120,7 +120,7 @@ def assess_conditions(
         time slices other processes took are not in its numbers, so their CPU use is no reason
         to flag it (measured: a core-burning neighbour moved the toy's fastest step by about 1 %,
         ``docs/toy-noise.md``). What such a neighbour does to shared caches shows as a slow run,
-        which paired rounds set aside (:func:`tracker.statistics.decisions.set_aside_interfered`). Steal
+        which paired rounds set aside (:func:`tracker.statistics.paired_rounds.set_aside_interfered`). Steal
         still counts: the guest's clock runs while the host takes the CPU away.
 
     Returns

@@ -97,40 +97,16 @@ def compare_rounds(
     ComparisonStats
         Estimate, interval and one of regression / improvement / no change / inconclusive.
     """
-    if not rounds:
-        raise ValueError("a comparison needs at least one completed round")
-    if threshold_pct <= 0:
-        raise ValueError("threshold_pct must be positive")
-    for pair in rounds:
-        if not (pair.base > 0 and pair.head > 0 and math.isfinite(pair.base) and math.isfinite(pair.head)):
-            raise ValueError("round values must be positive and finite")
+    _check_rounds(rounds, threshold_pct)
     ratios = [math.log(pair.head / pair.base) for pair in rounds]
     count = len(ratios)
     mean_ratio = statistics.fmean(ratios)
     base_ms = math.exp(statistics.fmean(math.log(pair.base) for pair in rounds))
     head_ms = math.exp(statistics.fmean(math.log(pair.head) for pair in rounds))
-    sum_squares = sum((ratio - mean_ratio) ** 2 for ratio in ratios)
-    dof = count - 1
-    if prior is not None and prior.dof > 0:
-        # A paired difference of two single runs has twice a single run's variance.
-        sum_squares += prior.dof * 2.0 * (prior.noise_pct / 100.0) ** 2
-        dof += prior.dof
+    sum_squares, dof = _moderated_squares(ratios, mean_ratio, prior)
     change = _pct(mean_ratio)
     if dof == 0:
-        return ComparisonStats(
-            rounds=count,
-            base_ms=base_ms,
-            head_ms=head_ms,
-            change_pct=change,
-            ci_low_pct=None,
-            ci_high_pct=None,
-            confidence=confidence,
-            dof=0,
-            round_noise_pct=None,
-            threshold_pct=threshold_pct,
-            verdict=Verdict.INCONCLUSIVE,
-            reason="one round and no noise estimate: no interval yet",
-        )
+        return _without_interval(count, base_ms, head_ms, change, threshold_pct, confidence)
     ratio_variance = sum_squares / dof
     half_width = float(scipy_stats.t.ppf(0.5 + confidence / 2.0, dof)) * math.sqrt(ratio_variance / count)
     low, high = _pct(mean_ratio - half_width), _pct(mean_ratio + half_width)
@@ -148,6 +124,54 @@ def compare_rounds(
         threshold_pct=threshold_pct,
         verdict=verdict,
         reason=reason,
+    )
+
+
+def _check_rounds(rounds: Sequence[RoundValues], threshold_pct: float) -> None:
+    """Refuse no rounds, a threshold that is not positive, or values that are not positive and finite."""
+    if not rounds:
+        raise ValueError("a comparison needs at least one completed round")
+    if threshold_pct <= 0:
+        raise ValueError("threshold_pct must be positive")
+    for pair in rounds:
+        if not (pair.base > 0 and pair.head > 0 and math.isfinite(pair.base) and math.isfinite(pair.head)):
+            raise ValueError("round values must be positive and finite")
+
+
+def _moderated_squares(
+    ratios: Sequence[float], mean_ratio: float, prior: NoisePrior | None
+) -> tuple[float, int]:
+    """The round ratios' sum of squares about their mean and its degrees of freedom, pooled with the prior's.
+
+    The prior adds as many squares as its degrees of freedom, each the variance of a paired
+    difference of single runs; without a prior (or one without degrees of freedom) the rounds alone.
+    """
+    sum_squares = sum((ratio - mean_ratio) ** 2 for ratio in ratios)
+    dof = len(ratios) - 1
+    if prior is not None and prior.dof > 0:
+        # A paired difference of two single runs has twice a single run's variance.
+        sum_squares += prior.dof * 2.0 * (prior.noise_pct / 100.0) ** 2
+        dof += prior.dof
+    return sum_squares, dof
+
+
+def _without_interval(
+    count: int, base_ms: float, head_ms: float, change: float, threshold_pct: float, confidence: float
+) -> ComparisonStats:
+    """The estimate alone, inconclusive: one round and no prior leave no degree of freedom."""
+    return ComparisonStats(
+        rounds=count,
+        base_ms=base_ms,
+        head_ms=head_ms,
+        change_pct=change,
+        ci_low_pct=None,
+        ci_high_pct=None,
+        confidence=confidence,
+        dof=0,
+        round_noise_pct=None,
+        threshold_pct=threshold_pct,
+        verdict=Verdict.INCONCLUSIVE,
+        reason="one round and no noise estimate: no interval yet",
     )
 
 

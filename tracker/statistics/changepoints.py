@@ -40,11 +40,14 @@ from tracker.statistics.detector import (
     runs_stand_apart,
     two_sided_p,
 )
-from tracker.statistics.excursions import find_excursions
+from tracker.statistics.excursions import find_excursions, tail_suspect
 from tracker.statistics.noise import NoiseEstimate, pooled_noise, run_to_run_noise
 from tracker.statistics.segmentation import segment_levels
 
 __all__ = ["Change", "Detection", "DetectorConfig", "detect_changes", "noise_threshold_pct"]
+
+# What one detection pass finds: the changes, the outlier commits and the threshold that applied.
+_Found = tuple[tuple[Change, ...], tuple[int, ...], float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,29 @@ def detect_changes(
         estimate and the threshold that applied.
     """
     config = config or DetectorConfig()
+    runs = _checked_runs(commits, threshold_pct)
+    known = {position for position in known_breaks if 0 < position < len(runs)}
+    floors = [threshold_pct]
+    if noise_floor_from_calibration_pct is not None:
+        floors.append(noise_floor_from_calibration_pct)
+    prior = (prior_noise_pct, prior_noise_dof)
+    noise, (changes, outliers, threshold) = _detect(runs, floors, config, known=known, prior=prior)
+    return Detection(
+        changes=changes,
+        outliers=outliers,
+        noise=noise,
+        threshold_pct=threshold,
+        model_threshold_pct=threshold_pct,
+        noise_threshold_pct=_reported_noise_threshold(noise, noise_floor_from_calibration_pct, config),
+        config=config,
+    )
+
+
+def _checked_runs(commits: Sequence[Sequence[float]], threshold_pct: float) -> list[tuple[float, ...]]:
+    """Each commit's values as floats, once the inputs are checked.
+
+    The threshold must be positive, and every commit must have values, all positive and finite.
+    """
     if threshold_pct <= 0:
         raise ValueError("threshold_pct must be positive")
     runs = [tuple(float(value) for value in values) for values in commits]
@@ -138,56 +164,67 @@ def detect_changes(
             raise ValueError(f"commit {position} has no value; leave it out")
         if any(value <= 0 or not math.isfinite(value) for value in values):
             raise ValueError(f"commit {position} has a value that is not positive and finite")
-    known = {position for position in known_breaks if 0 < position < len(runs)}
+    return runs
+
+
+def _detect(
+    runs: list[tuple[float, ...]],
+    floors: list[float],
+    config: DetectorConfig,
+    *,
+    known: set[int],
+    prior: tuple[float | None, int],
+) -> tuple[NoiseEstimate | None, _Found]:
+    """The noise estimate, and the changes, outliers and threshold found with it.
+
+    Without a noise estimate consecutive commits are compared directly. With one, the changes it
+    finds are left out of a second estimate (the first counted them as noise), and detection runs
+    again when that is quieter. ``prior`` is the calibration's noise (percent) and its degrees of
+    freedom.
+    """
+    history, noise = _noise(runs, config, known, prior)
+    if noise is None:
+        threshold = max(floors)
+        return None, (tuple(_single_run_changes(runs, threshold)), (), threshold)
+    changes, outliers, threshold = _detect_with_noise(runs, noise, floors, config)
+    if history is not None and changes:
+        # The first estimate counted the found changes as noise; estimate again without them.
+        _, refined = _noise(runs, config, _breaks(changes) | known, prior)
+        if refined is not None and refined.cv_pct < noise.cv_pct:
+            return refined, _detect_with_noise(runs, refined, floors, config)
+    return noise, (changes, outliers, threshold)
+
+
+def _noise(
+    runs: list[tuple[float, ...]], config: DetectorConfig, breaks: set[int], prior: tuple[float | None, int]
+) -> tuple[NoiseEstimate | None, NoiseEstimate | None]:
+    """The series' own run-to-run noise (without the differences across ``breaks``), and with the prior."""
     history = run_to_run_noise(
         runs,
         lookback=config.lookback,
         min_differences=config.min_noise_differences,
         floor_pct=config.noise_floor_pct,
-        breaks=known,
+        breaks=breaks,
     )
-    noise = pooled_noise(history, prior_noise_pct, prior_noise_dof)
-    floors = [threshold_pct]
-    if noise_floor_from_calibration_pct is not None:
-        floors.append(noise_floor_from_calibration_pct)
-    if noise is None:
-        threshold = max(floors)
-        changes: tuple[Change, ...] = tuple(_single_run_changes(runs, threshold))
-        outliers: tuple[int, ...] = ()
-    else:
-        changes, outliers, threshold = _detect_with_noise(runs, noise, floors, config)
-        if history is not None and changes:
-            # The first estimate counted the found changes as noise; estimate again without them.
-            refined_history = run_to_run_noise(
-                runs,
-                lookback=config.lookback,
-                min_differences=config.min_noise_differences,
-                floor_pct=config.noise_floor_pct,
-                breaks=_breaks(changes) | known,
-            )
-            refined = pooled_noise(refined_history, prior_noise_pct, prior_noise_dof)
-            if refined is not None and refined.cv_pct < noise.cv_pct:
-                noise = refined
-                changes, outliers, threshold = _detect_with_noise(runs, noise, floors, config)
+    prior_noise_pct, prior_noise_dof = prior
+    return history, pooled_noise(history, prior_noise_pct, prior_noise_dof)
+
+
+def _reported_noise_threshold(
+    noise: NoiseEstimate | None, calibration_floor_pct: float | None, config: DetectorConfig
+) -> float | None:
+    """The threshold the noise imposes: the series' own, never below the calibration's floor."""
     noise_threshold = None
     if noise is not None:
         noise_threshold = noise_threshold_pct(noise.cv_pct, config)
-    if noise_floor_from_calibration_pct is not None:
-        noise_threshold = max(noise_threshold or 0.0, noise_floor_from_calibration_pct)
-    return Detection(
-        changes=changes,
-        outliers=outliers,
-        noise=noise,
-        threshold_pct=threshold,
-        model_threshold_pct=threshold_pct,
-        noise_threshold_pct=noise_threshold,
-        config=config,
-    )
+    if calibration_floor_pct is not None:
+        noise_threshold = max(noise_threshold or 0.0, calibration_floor_pct)
+    return noise_threshold
 
 
 def _detect_with_noise(
     runs: list[tuple[float, ...]], noise: NoiseEstimate, floors: list[float], config: DetectorConfig
-) -> tuple[tuple[Change, ...], tuple[int, ...], float]:
+) -> _Found:
     threshold = max([*floors, noise_threshold_pct(noise.cv_pct, config)])
     changes, outliers = _with_noise(runs, noise.sigma, threshold, config, suspect_threshold=max(floors))
     return changes, outliers, threshold
@@ -272,7 +309,7 @@ def _with_noise(
         outliers.extend(strays)
     changes.sort(key=lambda change: change.index)
     changes = _relevel(series, changes)
-    tail = _tail_suspect(series, changes, set(outliers))
+    tail = tail_suspect(series, changes, set(outliers))
     if tail is not None:
         changes.append(tail)
         outliers = [index for index in outliers if index != tail.index]
@@ -317,61 +354,3 @@ def _relevel(series: SeriesLevels, changes: list[Change]) -> list[Change]:
             )
         )
     return kept
-
-
-def _tail_suspect(series: SeriesLevels, changes: list[Change], outliers: set[int]) -> Change | None:
-    """The newest commit against the level just before it, when nothing else speaks for it.
-
-    Segments need ``min_after`` commits and excursions are judged against a wider level, so the
-    newest run (a one-night regression, or the first night of a lasting one) can only be a suspect
-    here. Compared with the last few commits (not reaching back across a change), it is a suspect
-    for paired rounds to settle, raised at ``suspect_z`` against the *model's* threshold: a noisy
-    series' own threshold (what a full window can tell from noise) would hide a 5 % one-night
-    regression at 2 % noise, which paired rounds can still confirm. A suspect costs rounds, never
-    an alert on its own.
-    """
-    levels, runs, config = series.levels, series.runs, series.config
-    gate = series.for_suspects()
-    last = len(levels) - 1
-    if last < 1 or any(change.index >= last for change in changes):
-        return None
-    start = max([0, last - config.window, *(change.index for change in changes)])
-    # The recent level: the commit before the newest, and those before it (up to a window) that
-    # share its level (a level that moved without being recognised yet must not be mixed in). A
-    # level from a few commits only would make the newest run's z too noisy to gate on.
-    recent = [last - 1]
-    for index in range(last - 2, start - 1, -1):
-        if index in outliers:
-            continue
-        if abs(float(levels[index] - levels[last - 1])) > 2 * math.sqrt(2.0) * series.sigma:
-            break
-        recent.append(index)
-    level = float(np.median(levels[recent]))
-    shift = float(levels[last]) - level
-    error = series.sigma * math.sqrt(1.0 / len(runs[last]) + HL_VARIANCE_FACTOR / len(recent))
-    z = shift / error
-    if abs(z) < config.suspect_z or not gate.reaches(shift, error):
-        return None
-    # The commit just before must agree: a newest run at the level of its neighbour is that
-    # neighbour's level going on (a change not yet recognised), not a change of its own.
-    step = float(levels[last] - levels[last - 1])
-    step_error = series.sigma * math.sqrt(1.0 / len(runs[last]) + 1.0 / len(runs[last - 1]))
-    if (step > 0) != (shift > 0) or not gate.reaches(step, step_error):
-        return None
-    reference = math.exp(level)
-    established = abs(z) >= config.z_crit and runs_stand_apart(
-        runs[last], reference, shift, log_shift_pct(series.threshold)
-    )
-    return Change(
-        index=last,
-        before=reference,
-        after=math.exp(float(levels[last])),
-        change_pct=log_shift_pct(shift),
-        z=z,
-        p_value=two_sided_p(z),
-        established=established,
-        single_run_basis=False,
-        runs_before=series.run_count(start, last),
-        runs_after=len(runs[last]),
-        kind="excursion" if established else "suspect",
-    )

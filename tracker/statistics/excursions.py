@@ -9,7 +9,8 @@
   runs of far commits by chance). Otherwise they are reported as outliers. The return to the level
   is a change of its own when it, too, reaches the threshold.
 * **The newest commits** at a new level are a *suspect* change (``established = False``) until
-  ``min_after`` runs or a confirming re-run hold it up.
+  ``min_after`` runs or a confirming re-run hold it up; so is the newest commit alone, against the
+  level just before it, when nothing else speaks for it (:func:`tail_suspect`).
 """
 
 from __future__ import annotations
@@ -102,14 +103,7 @@ def _excursion(
         return None
     at_end = stop == len(levels)
     reference = math.exp(level)
-    replicated = any(
-        runs_stand_apart(series.runs[index], reference, shift, log_shift_pct(series.threshold))
-        for index in range(start, stop)
-    )
-    strong_runs = sum(len(series.runs[index]) for index in strong)
-    established = (strong_runs >= config.min_after or replicated) and _rare(
-        deviation, [index - low for index in strong], strong_runs, positions=1 if at_end else high - low
-    ) <= config.excursion_chance
+    established = _established(series, (low, high), span, strong, deviation, shift=shift, reference=reference)
     if not established and not at_end:
         return None
     if (start == low and low != 0) or (stop == high and high != len(levels)):
@@ -130,30 +124,73 @@ def _excursion(
             kind="excursion" if established else "suspect",
         )
     ]
-    back_levels = levels[stop : min(high, stop + window)]
-    if not established or back_levels.size == 0:
-        return changes
+    end = _excursion_end(series, high, span, after=after) if established else None
+    if end is not None:
+        changes.append(end)
+    return changes
+
+
+def _established(
+    series: SeriesLevels,
+    segment: tuple[int, int],
+    span: tuple[int, int],
+    strong: list[int],
+    deviation: FloatArray,
+    *,
+    shift: float,
+    reference: float,
+) -> bool:
+    """Whether a departure counts as a change: measured often enough, and rare in its segment.
+
+    Often enough is ``min_after`` runs of its ``strong`` commits, or a commit re-run whose every run
+    stands apart from ``reference``; rare is what :func:`_rare` gives chance at most
+    ``excursion_chance`` (at the series' end only one position could have shown it).
+    """
+    low, high = segment
+    start, stop = span
+    config = series.config
+    replicated = any(
+        runs_stand_apart(series.runs[index], reference, shift, log_shift_pct(series.threshold))
+        for index in range(start, stop)
+    )
+    strong_runs = sum(len(series.runs[index]) for index in strong)
+    positions = 1 if stop == len(series.levels) else high - low
+    return (strong_runs >= config.min_after or replicated) and _rare(
+        deviation, [index - low for index in strong], strong_runs, positions=positions
+    ) <= config.excursion_chance
+
+
+def _excursion_end(series: SeriesLevels, high: int, span: tuple[int, int], *, after: float) -> Change | None:
+    """The return from an established excursion ``span`` to the level after it, when it reaches the threshold.
+
+    ``after`` is the excursion's own level; ``None`` when no commit follows it in the segment or
+    the return is too small to tell from noise.
+    """
+    start, stop = span
+    levels, config = series.levels, series.config
+    back_levels = levels[stop : min(high, stop + config.window)]
+    if back_levels.size == 0:
+        return None
+    run_count = series.run_count(start, stop)
     back_level = float(np.median(back_levels))
     back = back_level - float(np.mean(levels[start:stop]))
     back_error = series.sigma * math.sqrt(1.0 / run_count + HL_VARIANCE_FACTOR / back_levels.size)
     back_z = back / back_error
-    if abs(back_z) >= config.z_crit and series.reaches(back, back_error):
-        changes.append(
-            Change(
-                index=stop,
-                before=after,
-                after=math.exp(back_level),
-                change_pct=log_shift_pct(back),
-                z=back_z,
-                p_value=two_sided_p(back_z),
-                established=True,
-                single_run_basis=False,
-                runs_before=run_count,
-                runs_after=series.run_count(stop, min(high, stop + window)),
-                kind="excursion_end",
-            )
-        )
-    return changes
+    if not (abs(back_z) >= config.z_crit and series.reaches(back, back_error)):
+        return None
+    return Change(
+        index=stop,
+        before=after,
+        after=math.exp(back_level),
+        change_pct=log_shift_pct(back),
+        z=back_z,
+        p_value=two_sided_p(back_z),
+        established=True,
+        single_run_basis=False,
+        runs_before=run_count,
+        runs_after=series.run_count(stop, min(high, stop + config.window)),
+        kind="excursion_end",
+    )
 
 
 def _rare(deviation: FloatArray, strong: list[int], run_count: int, positions: int) -> float:
@@ -190,3 +227,61 @@ def _groups(flagged: list[int], deviation: FloatArray, low: int) -> list[tuple[i
                 continue
         groups.append((index, index + 1))
     return groups
+
+
+def tail_suspect(series: SeriesLevels, changes: list[Change], outliers: set[int]) -> Change | None:
+    """The newest commit against the level just before it, when nothing else speaks for it.
+
+    Segments need ``min_after`` commits and excursions are judged against a wider level, so the
+    newest run (a one-night regression, or the first night of a lasting one) can only be a suspect
+    here. Compared with the last few commits (not reaching back across a change), it is a suspect
+    for paired rounds to settle, raised at ``suspect_z`` against the *model's* threshold: a noisy
+    series' own threshold (what a full window can tell from noise) would hide a 5 % one-night
+    regression at 2 % noise, which paired rounds can still confirm. A suspect costs rounds, never
+    an alert on its own.
+    """
+    levels, runs, config = series.levels, series.runs, series.config
+    gate = series.for_suspects()
+    last = len(levels) - 1
+    if last < 1 or any(change.index >= last for change in changes):
+        return None
+    start = max([0, last - config.window, *(change.index for change in changes)])
+    # The recent level: the commit before the newest, and those before it (up to a window) that
+    # share its level (a level that moved without being recognised yet must not be mixed in). A
+    # level from a few commits only would make the newest run's z too noisy to gate on.
+    recent = [last - 1]
+    for index in range(last - 2, start - 1, -1):
+        if index in outliers:
+            continue
+        if abs(float(levels[index] - levels[last - 1])) > 2 * math.sqrt(2.0) * series.sigma:
+            break
+        recent.append(index)
+    level = float(np.median(levels[recent]))
+    shift = float(levels[last]) - level
+    error = series.sigma * math.sqrt(1.0 / len(runs[last]) + HL_VARIANCE_FACTOR / len(recent))
+    z = shift / error
+    if abs(z) < config.suspect_z or not gate.reaches(shift, error):
+        return None
+    # The commit just before must agree: a newest run at the level of its neighbour is that
+    # neighbour's level going on (a change not yet recognised), not a change of its own.
+    step = float(levels[last] - levels[last - 1])
+    step_error = series.sigma * math.sqrt(1.0 / len(runs[last]) + 1.0 / len(runs[last - 1]))
+    if (step > 0) != (shift > 0) or not gate.reaches(step, step_error):
+        return None
+    reference = math.exp(level)
+    established = abs(z) >= config.z_crit and runs_stand_apart(
+        runs[last], reference, shift, log_shift_pct(series.threshold)
+    )
+    return Change(
+        index=last,
+        before=reference,
+        after=math.exp(float(levels[last])),
+        change_pct=log_shift_pct(shift),
+        z=z,
+        p_value=two_sided_p(z),
+        established=established,
+        single_run_basis=False,
+        runs_before=series.run_count(start, last),
+        runs_after=len(runs[last]),
+        kind="excursion" if established else "suspect",
+    )
