@@ -37,9 +37,7 @@ class FollowUps:
 
 def _start_bisections(state: AppState, history: GitHistory) -> None:
     try:
-        start_queued(
-            sessions=state.sessions, read_sessions=state.read_sessions, history=history, clock=state.clock
-        )
+        start_queued(sessions=state.sessions, history=history, clock=state.clock)
     except Exception:  # after the answer nobody hears it; the scheduler tries again
         logger.exception("starting queued bisections after the answer failed")
 

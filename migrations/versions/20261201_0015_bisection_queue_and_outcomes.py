@@ -1,7 +1,8 @@
 """bisection queue and step outcomes: ``alerts.bisection_state`` may be ``queued``; steps' outcomes checked
 
 - ``queued``: an alert whose range between the last good and first bad commits is not stored waits
-  for the scheduler to list it from git, outside any request's transaction.
+  for the scheduler to list it from git, outside any request's transaction;
+  ``alerts.bisection_listing_since`` says when a process took it to list (one lister at a time).
 - ``bisection_steps.outcome`` gains its CHECK (``BisectionOutcome``: pending, good, bad, skipped).
 
 A stored outcome outside those stops the upgrade with the values to fix. The downgrade refuses while
@@ -18,6 +19,8 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+
+from tracker.models.base import UTCDateTime
 
 revision: str = "0015"
 down_revision: str | None = "0014"
@@ -66,6 +69,9 @@ def _bisection_state(values: Sequence[str], comment: str, old_comment: str) -> N
         )
 
 
+LISTING_COMMENT = "when a tracker process took the queued range to list from git"
+
+
 def upgrade() -> None:
     connection = op.get_bind()
     _refuse(
@@ -76,6 +82,10 @@ def upgrade() -> None:
         f"only {', '.join(OUTCOMES)} are known; fix those rows first",
     )
     _bisection_state(STATES, STATE_COMMENT, OLD_STATE_COMMENT)
+    with op.batch_alter_table("alerts", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("bisection_listing_since", UTCDateTime(), nullable=True, comment=LISTING_COMMENT)
+        )
     with op.batch_alter_table("bisection_steps", schema=None) as batch_op:
         batch_op.create_check_constraint(
             batch_op.f("ck_bisection_steps_bisection_outcome"), _check("outcome", OUTCOMES)
@@ -107,4 +117,6 @@ def downgrade() -> None:
             comment=OLD_OUTCOME_COMMENT,
             existing_comment=OUTCOME_COMMENT,
         )
+    with op.batch_alter_table("alerts", schema=None) as batch_op:
+        batch_op.drop_column("bisection_listing_since")
     _bisection_state(OLD_STATES, OLD_STATE_COMMENT, STATE_COMMENT)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.comparisons.core import create_paired_check
+from tracker.comparisons.creation import create_paired_check
 from tracker.detection.alert_log import ACTOR, record
 from tracker.detection.confirmation import POLICY
 from tracker.enums import FINISHED_COMPARISON_STATES
@@ -46,7 +46,7 @@ from tracker.models import (
 from tracker.queue.jobs import enqueue_job
 from tracker.statistics.bisection import BisectCall, single_run_bisect_call
 from tracker.vcs.commits import ensure_candidate, upsert_commit
-from tracker.vcs.history import stored_first_parent_range
+from tracker.vcs.ranges import stored_first_parent_range
 from wire import CommitIn
 
 

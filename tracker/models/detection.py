@@ -70,6 +70,9 @@ class Alert(Base):
         str_enum(BisectionState, "bisection_state"),
         comment="queued (range to list), not_needed (adjacent), running, found, gave_up, unavailable; null: not started",
     )
+    bisection_listing_since: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="when a tracker process took the queued range to list from git"
+    )
     evidence: Mapped[json_dict] = mapped_column(
         comment="how the change was found: method, z, noise, windows, threshold source, outlier runs"
     )

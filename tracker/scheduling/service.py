@@ -324,9 +324,7 @@ class SchedulerService:
     def start_bisections(self) -> int:
         """Start the bisections waiting for their range to be listed from git (no transaction open
         while git runs); returns how many started or were found unavailable."""
-        return bisections.start_queued(
-            sessions=self.sessions, read_sessions=self.read_sessions, history=self.history, clock=self.clock
-        )
+        return bisections.start_queued(sessions=self.sessions, history=self.history, clock=self.clock)
 
     def github_client(self) -> GithubClient | None:
         """The GitHub client the settings describe (made once); ``None`` without credentials."""

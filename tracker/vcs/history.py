@@ -1,7 +1,8 @@
 """First-parent history between two commits, for bisection.
 
 The tracker knows the commits it has runs for; bisection needs the ones in between. They come
-from the commits already stored when their first parents chain up, else from a bare,
+from the commits already stored when their first parents chain up
+(:func:`tracker.vcs.ranges.stored_first_parent_range`), else from here: a bare,
 blob-less mirror of the repository (``git clone --bare --filter=blob:none``: commit metadata only,
 so even sglang's history is a small download), fetched again only when a commit is missing.
 """
@@ -15,11 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
 from tracker.errors import ExternalServiceError
-from tracker.models import Commit, Repository
+from tracker.models import Repository
 from wire import CommitIn
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -124,22 +122,3 @@ class GitHistory:
             message = (done.stderr.strip().splitlines() or ["no message"])[-1]
             raise HistoryUnavailable(f"{what} failed: {message}")
         return done.stdout
-
-
-def stored_first_parent_range(
-    *, session: Session, good: Commit, bad: Commit, limit: int = 512
-) -> list[Commit] | None:
-    """The range from stored commits alone, when their first parents chain from ``bad`` back to ``good``."""
-    chain: list[Commit] = []
-    current: Commit | None = bad
-    while current is not None and len(chain) < limit:
-        if current.id == good.id or (good.sha.startswith(current.sha) or current.sha.startswith(good.sha)):
-            return list(reversed(chain))
-        chain.append(current)
-        if not current.parents:
-            return None
-        parent_sha = str(current.parents[0])
-        current = session.scalar(
-            select(Commit).where(Commit.repository_id == bad.repository_id, Commit.sha == parent_sha)
-        )
-    return None

@@ -6,6 +6,11 @@ minutes, and on SQLite a write transaction holds the database's one write lock, 
 is open while git runs: the queued ranges are read, each is listed with :class:`GitHistory`, and
 each bisection starts in its own short write transaction. The web layer runs this after answering
 an upload, a claim or a request for a bisection; the scheduler runs it too, for what is left.
+
+One lister at a time: a range is taken (``bisection_listing_since``) in a short transaction before
+git runs, so the follow-ups of several uploads and the scheduler, in one process or several, never
+clone the same repository side by side. A take older than :data:`LISTING_LEASE` (its process died)
+is taken again.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db
@@ -25,6 +30,8 @@ from tracker.vcs.history import GitHistory, HistoryUnavailable
 from wire import CommitIn
 
 NO_HISTORY = "the tracker has no git history configured for bisection"
+# Longer than a clone of a large repository may take (GitHistory's timeout is 300 s).
+LISTING_LEASE = dt.timedelta(minutes=15)
 
 
 @dataclass(frozen=True)
@@ -37,19 +44,28 @@ class QueuedRange:
     bad_sha: str
 
 
-def queued_ranges(*, session: Session, limit: int = 20) -> list[QueuedRange]:
-    """The oldest queued bisections, with what listing their ranges needs."""
+def take_queued_ranges(*, session: Session, now: dt.datetime, limit: int = 20) -> list[QueuedRange]:
+    """Take the oldest queued bisections nobody is listing (or whose lister went quiet)."""
     alerts = session.scalars(
-        select(Alert).where(Alert.bisection_state == BisectionState.QUEUED).order_by(Alert.id).limit(limit)
+        select(Alert)
+        .where(
+            Alert.bisection_state == BisectionState.QUEUED,
+            or_(Alert.bisection_listing_since.is_(None), Alert.bisection_listing_since < now - LISTING_LEASE),
+        )
+        .order_by(Alert.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
     ).all()
     ranges = []
     for alert in alerts:
         good, bad = alert.last_good_commit, alert.first_bad_commit
         if good is None:
             continue  # start_bisection never queues these
+        alert.bisection_listing_since = now
         repository = bad.repository
         _ = (repository.name, repository.url)  # loaded now, read after the session closes
         ranges.append(QueuedRange(alert.id, repository, good.sha, bad.sha))
+    session.flush()
     return ranges
 
 
@@ -73,6 +89,7 @@ def begin(
     alert = session.get(Alert, queued.alert_id, with_for_update=True)
     if alert is None or alert.bisection_state is not BisectionState.QUEUED:
         return None
+    alert.bisection_listing_since = None
     if isinstance(listed, str):
         cannot_list(alert=alert, reason=listed, now=now)
     else:
@@ -83,9 +100,10 @@ def begin(
 
 def start_queued_in(*, session: Session, history: GitHistory | None, now: dt.datetime | None = None) -> int:
     """All queued bisections in one session (the command line, tests): git runs inside it."""
+    now = now or utcnow()
     started = 0
-    for queued in queued_ranges(session=session, limit=1000):
-        if begin(session=session, queued=queued, listed=list_range(history, queued), now=now or utcnow()):
+    for queued in take_queued_ranges(session=session, now=now, limit=1000):
+        if begin(session=session, queued=queued, listed=list_range(history, queued), now=now):
             started += 1
     return started
 
@@ -93,14 +111,14 @@ def start_queued_in(*, session: Session, history: GitHistory | None, now: dt.dat
 def start_queued(
     *,
     sessions: sessionmaker[Session],
-    read_sessions: sessionmaker[Session],
     history: GitHistory | None,
     clock: Callable[[], dt.datetime] = utcnow,
     limit: int = 20,
 ) -> int:
-    """List the queued ranges with no session open, start each in its own transaction; how many."""
-    with read_sessions() as session:
-        ranges = queued_ranges(session=session, limit=limit)
+    """Take the queued ranges, list them with no session open, start each in its own transaction;
+    returns how many started (or were found unavailable)."""
+    with db.session_scope(sessions) as session:
+        ranges = take_queued_ranges(session=session, now=clock(), limit=limit)
     started = 0
     for queued in ranges:
         listed = list_range(history, queued)
