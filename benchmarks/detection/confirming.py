@@ -6,7 +6,7 @@ Each series is walked night by night, as the service sees it. After night ``t``'
    with the first bad commits of confirmed suspects as known breaks (the service passes its
    confirmed alerts' culprits and first bad commits, ``tracker.series.state.known_breaks``);
 2. every change it reports (established or a suspect) that is **new** becomes a suspect. It is
-   not new, as in the service's alert matching (``tracker.detection.alerts._matching_alert``, simplified to
+   not new, as in the service's alert matching (``tracker.detection.alert_matching.matching_alert``, simplified to
    commits and directions), when a suspect in the same direction has the same first bad commit,
    whatever its outcome (a refuted one only with the same last good commit: when the refutation
    excluded the last good run, the first bad commit against an earlier one is a new question).

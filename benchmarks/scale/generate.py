@@ -47,7 +47,8 @@ from tracker.models import (
     TokenRole,
     Verdict,
 )
-from tracker.queue.jobs import PRIORITY, register_runner
+from tracker.queue.jobs import PRIORITY
+from tracker.queue.runners import register_runner
 from tracker.series.counts import rebuild_series_counts
 from tracker.statistics.steps import summarize_steps
 from tracker.vcs.commits import ensure_candidate, upsert_commit

@@ -3,7 +3,7 @@
 A token acts as at most one runner. Before this revision any runner token acted as any runner and
 a registration recorded whichever token sent it, so several runners may share one ``token_id``.
 Of those, the runner heard from last keeps the binding and the others are unbound (NULL): the next
-registration of each binds the token it brings (see ``tracker.queue.jobs.register_runner``). Runners
+registration of each binds the token it brings (see ``tracker.queue.runners.register_runner``). Runners
 bound to a revoked token are unbound too, as ``revoke_token`` now does.
 
 Revision ID: 0011

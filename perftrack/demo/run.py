@@ -50,7 +50,7 @@ from runners.toy import SUITE_TEMPLATE, ToyRepository, create_toy_repository
 from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import list_current_cases
-from tracker.comparisons.core import create_calibration, create_comparison
+from tracker.comparisons.creation import create_calibration, create_comparison
 from tracker.models import Case, Commit, HardwareKind, JobReason, Repository, TokenRole
 from tracker.queue.jobs import enqueue_job
 from tracker.settings import Settings

@@ -22,7 +22,8 @@ from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites
 from tracker.catalog.suites import load_suites
 from tracker.models import Job, JobReason, JobState, Repository, Runner, utcnow
-from tracker.queue.jobs import DEFAULT_LEASE, enqueue_job, finish_job, register_runner
+from tracker.queue.jobs import DEFAULT_LEASE, enqueue_job, finish_job
+from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.workflows import jobs as workflow_jobs
 from wire import CommitIn

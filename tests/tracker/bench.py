@@ -11,7 +11,8 @@ from tests.factories import job_result
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.ingest.results import IngestLimits
 from tracker.models import Commit, Job, JobReason
-from tracker.queue.jobs import enqueue_job, register_runner
+from tracker.queue.jobs import enqueue_job
+from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.vcs.history import GitHistory
 from tracker.workflows import jobs as workflow_jobs

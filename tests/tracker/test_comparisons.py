@@ -15,13 +15,13 @@ from sqlalchemy.orm import Session
 from tests.factories import job_result
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.calibration import list_calibrations
-from tracker.comparisons.core import (
-    cancel_comparison,
+from tracker.comparisons.creation import (
     create_calibration,
     create_comparison,
     repository_of_cases,
     resolve_candidate,
 )
+from tracker.comparisons.progress import cancel_comparison
 from tracker.comparisons.summary import comparison_view, list_comparisons
 from tracker.errors import Conflict, InvalidInput
 from tracker.ingest.results import IngestLimits
@@ -37,7 +37,7 @@ from tracker.models import (
     Runner,
     Verdict,
 )
-from tracker.queue.jobs import register_runner
+from tracker.queue.runners import register_runner
 from tracker.series.state import latest_calibration
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.results import store_job_result, store_result

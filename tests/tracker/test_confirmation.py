@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
 from tests.tracker.test_alerts import BASE_MS, commit_in, series_alerts, sha
-from tracker.detection.confirmation import odd_side
+from tracker.detection.odd_runs import odd_side
 from tracker.models import AlertStatus, Commit, Job, JobReason, Run
 from tracker.queue.jobs import PRIORITY
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tests.factories import job_result
 from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.comparisons.core import create_comparison, repository_of_cases, resolve_candidate
+from tracker.comparisons.creation import create_comparison, repository_of_cases, resolve_candidate
 from tracker.comparisons.summary import comparison_view
 from tracker.ingest.conditions import (
     CpuConditions,
@@ -34,7 +34,8 @@ from tracker.models import (
     Verdict,
 )
 from tracker.models.runs import MeasurementFlag
-from tracker.queue.jobs import enqueue_job, register_runner
+from tracker.queue.jobs import enqueue_job
+from tracker.queue.runners import register_runner
 from tracker.series.state import load_series_runs
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.reruns import requeue_if_flagged

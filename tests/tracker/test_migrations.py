@@ -32,7 +32,8 @@ from tracker.models import (
     Metric,
     OutboxKind,
 )
-from tracker.queue.jobs import enqueue_job, finish_job, register_runner, release_job
+from tracker.queue.jobs import enqueue_job, finish_job, release_job
+from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate
 from tracker.workflows import jobs as workflow_jobs
 

@@ -13,7 +13,7 @@ from tracker.access.tokens import authenticate, create_token, revoke_token, rota
 from tracker.catalog.cases import get_hardware_kind
 from tracker.errors import AuthError, Conflict, Forbidden, NotFound
 from tracker.models import ApiToken, Runner, TokenRole
-from tracker.queue.jobs import acting_runner, register_runner
+from tracker.queue.runners import acting_runner, register_runner
 
 
 def register(session: Session, name: str, token: ApiToken | None, gpus: int = 8) -> Runner:
@@ -91,7 +91,7 @@ def test_a_legacy_runner_without_a_token_is_bound_by_its_first_registration(
     legacy = register(session, "old-runner", None)
     assert legacy.token_id is None
     token = runner_token(session, "token-a")
-    with caplog.at_level(logging.WARNING, logger="tracker.queue.jobs"):
+    with caplog.at_level(logging.WARNING, logger="tracker.queue.runners"):
         assert register(session, "old-runner", token).token_id == token.id
     assert "'old-runner' had no token" in caplog.text
     with pytest.raises(Forbidden):

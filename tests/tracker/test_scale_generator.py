@@ -28,7 +28,8 @@ from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.ingest.results import IngestLimits
 from tracker.models import Job, JobAttempt, JobReason, Run, RunArtifacts, RunStage
-from tracker.queue.jobs import enqueue_job, register_runner
+from tracker.queue.jobs import enqueue_job
+from tracker.queue.runners import register_runner
 from tracker.settings import Settings
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.workflows import jobs as workflow_jobs

@@ -13,9 +13,10 @@ from sqlalchemy.orm import Session
 from tests.factories import regression_payloads
 from tests.tracker.bench import LIMITS, Bench
 from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.comparisons.core import create_calibration, create_comparison
+from tracker.comparisons.creation import create_calibration, create_comparison
 from tracker.models import Commit, Job, JobReason, utcnow
-from tracker.queue.jobs import enqueue_job, register_runner
+from tracker.queue.jobs import enqueue_job
+from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate
 from tracker.workflows.results import store_result
 from wire import CommitIn, ResultIn

@@ -89,7 +89,7 @@ def revoke_token(*, session: Session, name: str) -> ApiToken:
     """Revoke a token by name; it stops working at once.
 
     A runner bound to it is unbound: the next runner token to register that name binds it
-    (see :func:`tracker.queue.jobs.register_runner`).
+    (see :func:`tracker.queue.runners.register_runner`).
     """
     token = session.scalar(select(ApiToken).where(ApiToken.name == name))
     if token is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
@@ -76,37 +77,15 @@ def _sync_case(
     kinds: dict[str, HardwareKind],
     report: SyncReport,
 ) -> None:
+    """Store one case: a new version when what it measures changed, else its current one brought up to date."""
     config_hash = spec.config_hash()
     versions = session.scalars(select(Case).where(Case.slug == spec.slug)).all()
     case = next((version for version in versions if version.config_hash == config_hash), None)
     if case is None:
-        case = Case(
-            slug=spec.slug,
-            version=max((version.version for version in versions), default=0) + 1,
-            config_hash=config_hash,
-            suite=spec.suite,
-            model=spec.model,
-            task=spec.task,
-            workload=Workload(spec.workload),
-            mode=RunMode(spec.mode),
-            num_gpus=spec.num_gpus,
-            requests=spec.requests,
-            params=spec.params,
-            flags=spec.flags,
-            paths=spec.paths,
-        )
+        case = _new_version(spec=spec, config_hash=config_hash, versions=versions)
         session.add(case)
         (report.new_versions if versions else report.created).append(spec.slug)
-    elif (
-        case.is_current
-        and case.title == spec.title
-        and case.threshold_pct == spec.threshold_pct
-        and case.model_family == spec.family
-        and case.timeout_s == spec.timeout_s
-        and list(case.paths) == spec.paths
-        and case.repository_id == repository.id
-        and _hardware_of(case) == {name: spec.thresholds.get(name) for name in spec.hardware}
-    ):
+    elif _unchanged(case=case, spec=spec, repository=repository):
         report.unchanged.append(spec.slug)
         return
     else:
@@ -120,6 +99,45 @@ def _sync_case(
     case.threshold_pct = spec.threshold_pct
     case.timeout_s = spec.timeout_s
     case.paths = list(spec.paths)
+    _reconcile_hardware(case=case, spec=spec, kinds=kinds)
+    session.flush()
+
+
+def _new_version(*, spec: ResolvedCase, config_hash: str, versions: Sequence[Case]) -> Case:
+    """The next version of a case whose measured configuration is new (the first when ``versions`` is empty)."""
+    return Case(
+        slug=spec.slug,
+        version=max((version.version for version in versions), default=0) + 1,
+        config_hash=config_hash,
+        suite=spec.suite,
+        model=spec.model,
+        task=spec.task,
+        workload=Workload(spec.workload),
+        mode=RunMode(spec.mode),
+        num_gpus=spec.num_gpus,
+        requests=spec.requests,
+        params=spec.params,
+        flags=spec.flags,
+        paths=spec.paths,
+    )
+
+
+def _unchanged(*, case: Case, spec: ResolvedCase, repository: Repository) -> bool:
+    """Whether the current version already says everything the suite does."""
+    return (
+        case.is_current
+        and case.title == spec.title
+        and case.threshold_pct == spec.threshold_pct
+        and case.model_family == spec.family
+        and case.timeout_s == spec.timeout_s
+        and list(case.paths) == spec.paths
+        and case.repository_id == repository.id
+        and _hardware_of(case) == {name: spec.thresholds.get(name) for name in spec.hardware}
+    )
+
+
+def _reconcile_hardware(*, case: Case, spec: ResolvedCase, kinds: dict[str, HardwareKind]) -> None:
+    """Make the case's hardware kinds and their thresholds the suite's."""
     # Reconcile in place: replacing the list would insert new rows before deleting old ones.
     existing = {entry.hardware_kind.name: entry for entry in case.hardware}
     for name, entry in existing.items():
@@ -132,7 +150,6 @@ def _sync_case(
             case.hardware.append(
                 CaseHardware(hardware_kind=kinds[name], threshold_pct=spec.thresholds.get(name))
             )
-    session.flush()
 
 
 def _sync_carried(

@@ -1,7 +1,7 @@
 """The read side of A/B comparisons: each result's rounds, arm by arm, and the queries that list them.
 
 A round pairs a base and a head arm of one case × hardware; an arm is a job and, once measured, its
-newest successful run. :mod:`tracker.comparisons.core` judges results from these same rounds.
+newest successful run. :mod:`tracker.comparisons.verdicts` judges results from these same rounds.
 
 A run flagged for its measuring conditions (``tracker.ingest.conditions``) does not count: its job is queued
 once more with the same round and arm, and the arm is the newest job's — pending while the re-run

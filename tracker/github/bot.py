@@ -26,7 +26,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.comparisons.core import cancel_comparison, create_comparison, resolve_candidate
+from tracker.comparisons.creation import create_comparison, resolve_candidate
+from tracker.comparisons.progress import cancel_comparison
 from tracker.errors import InvalidInput, PerftrackError
 from tracker.github import outbox
 from tracker.github.access import may_run

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -113,18 +114,9 @@ def flush_outbox(
         logger.warning("GitHub outbox: no GitHub credentials configured; nothing sent")
         return FlushReport()
     now = now or utcnow()
-    due = session.scalars(
-        select(GithubOutbox.id)
-        .where(
-            GithubOutbox.done_at.is_(None),
-            GithubOutbox.dead_at.is_(None),
-            (GithubOutbox.next_attempt_at.is_(None)) | (GithubOutbox.next_attempt_at <= now),
-        )
-        .order_by(GithubOutbox.id)
-        .limit(limit)
-    ).all()
+    due = _due(session=session, now=now, limit=limit)
     session.commit()
-    sent = failed = superseded = dead = 0
+    outcomes = {"sent": 0, "failed": 0, "superseded": 0, "dead": 0}
     for row_id in due:
         row = session.scalar(
             select(GithubOutbox)
@@ -134,38 +126,64 @@ def flush_outbox(
         if row is None:
             session.rollback()
             continue
-        try:
-            if _superseded(session, row):
-                row.last_error = "superseded by a newer update of the same comment"
-                superseded += 1
-            else:
-                _send(session=session, client=client, settings=settings, row=row)
-                sent += 1
-            row.attempts += 1
-            row.done_at = now
-        except GithubError as error:
-            row.attempts += 1
-            refused = error.status in PERMANENT_STATUSES
-            row.refusals = row.refusals + 1 if refused else 0
-            row.last_error = str(error)[:_ERROR_CHARS]
-            row.next_attempt_at = now + backoff(row.attempts)
-            if row.refusals >= DEAD_AFTER:
-                row.dead_at = now
-                dead += 1
-                logger.error(
-                    "GitHub outbox row %d (%s on %s %s) given up after %d refusals: %s",
-                    row.id,
-                    row.kind,
-                    row.repository,
-                    row.target,
-                    row.refusals,
-                    row.last_error,
-                )
-            else:
-                failed += 1
-                logger.warning("GitHub outbox row %d (%s) failed: %s", row.id, row.kind, row.last_error)
+        outcomes[_attempt(session=session, client=client, settings=settings, row=row, now=now)] += 1
         session.commit()
-    return FlushReport(sent=sent, failed=failed, superseded=superseded, dead=dead)
+    return FlushReport(**outcomes)
+
+
+def _due(*, session: Session, now: dt.datetime, limit: int) -> Sequence[int]:
+    """The ids of the rows to send now, oldest first: not sent, not dead, and their backoff over."""
+    return session.scalars(
+        select(GithubOutbox.id)
+        .where(
+            GithubOutbox.done_at.is_(None),
+            GithubOutbox.dead_at.is_(None),
+            (GithubOutbox.next_attempt_at.is_(None)) | (GithubOutbox.next_attempt_at <= now),
+        )
+        .order_by(GithubOutbox.id)
+        .limit(limit)
+    ).all()
+
+
+def _attempt(
+    *, session: Session, client: GithubClient, settings: Settings, row: GithubOutbox, now: dt.datetime
+) -> Literal["sent", "failed", "superseded", "dead"]:
+    """Send one locked row (or skip it for a newer update of the same comment); how that went."""
+    try:
+        if _superseded(session, row):
+            row.last_error = "superseded by a newer update of the same comment"
+            outcome: Literal["sent", "superseded"] = "superseded"
+        else:
+            _send(session=session, client=client, settings=settings, row=row)
+            outcome = "sent"
+        row.attempts += 1
+        row.done_at = now
+    except GithubError as error:
+        return _failed(row=row, error=error, now=now)
+    return outcome
+
+
+def _failed(*, row: GithubOutbox, error: GithubError, now: dt.datetime) -> Literal["failed", "dead"]:
+    """Count a failed send and set the next attempt; dead after :data:`DEAD_AFTER` refusals in a row."""
+    row.attempts += 1
+    refused = error.status in PERMANENT_STATUSES
+    row.refusals = row.refusals + 1 if refused else 0
+    row.last_error = str(error)[:_ERROR_CHARS]
+    row.next_attempt_at = now + backoff(row.attempts)
+    if row.refusals >= DEAD_AFTER:
+        row.dead_at = now
+        logger.error(
+            "GitHub outbox row %d (%s on %s %s) given up after %d refusals: %s",
+            row.id,
+            row.kind,
+            row.repository,
+            row.target,
+            row.refusals,
+            row.last_error,
+        )
+        return "dead"
+    logger.warning("GitHub outbox row %d (%s) failed: %s", row.id, row.kind, row.last_error)
+    return "failed"
 
 
 def revive(*, session: Session, row_id: int) -> GithubOutbox:

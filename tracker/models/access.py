@@ -34,7 +34,7 @@ class Runner(Base):
 
     Its current job is the job it holds a live lease on (``jobs.leased_by_runner_id``), not a
     column here, so the two can never disagree. A runner is bound to exactly one runner token and
-    a token to at most one runner (``token_id`` is unique): see :func:`tracker.queue.jobs.register_runner`.
+    a token to at most one runner (``token_id`` is unique): see :func:`tracker.queue.runners.register_runner`.
     """
 
     __tablename__ = "runners"

@@ -86,6 +86,23 @@ def fire_nightly(
         run.error = str(error)
         session.flush()
         return run
+    _measure_head(
+        session=session, run=run, schedule=schedule, repository=repository, head_sha=head_sha, history=history
+    )
+    session.flush()
+    return run
+
+
+def _measure_head(
+    *,
+    session: Session,
+    run: NightlyRun,
+    schedule: ResolvedSchedule,
+    repository: Repository,
+    head_sha: str,
+    history: GitHistory | None,
+) -> None:
+    """Queue the branch head's series (and the commits since the last nightly, if it backfills) on ``run``."""
     previous = _previous_commit(session=session, schedule=schedule, repository=repository)
     metadata = head_metadata(history=history, repository=repository, sha=head_sha) if history else None
     commit = upsert_commit(
@@ -115,8 +132,6 @@ def fire_nightly(
         if note:
             details["backfill_note"] = note
     run.details = details
-    session.flush()
-    return run
 
 
 def _previous_commit(*, session: Session, schedule: ResolvedSchedule, repository: Repository) -> str | None:

@@ -11,7 +11,7 @@ import logging
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.comparisons.core import create_calibration
+from tracker.comparisons.creation import create_calibration
 from tracker.models import (
     Calibration,
     Candidate,

@@ -47,28 +47,44 @@ def record_commit(*, session: Session, repository: Repository, commit: CommitIn)
     """
     stored = _find_commit(session=session, repository=repository, sha=commit.sha)
     if stored is None:
-        stored = Commit(
-            repository=repository,
-            sha=commit.sha,
-            parents=list(commit.parents),
-            title=commit.title,
-            author_name=commit.author_name,
-            author_email=commit.author_email,
-            branch=commit.branch,
-            committed_at=commit.committed_at or utcnow(),
-            committed_at_estimated=commit.committed_at is None,
-        )
-        try:
-            with session.begin_nested():
-                session.add(stored)
-                session.flush()
-        except IntegrityError:
+        inserted = _insert_commit(session=session, repository=repository, commit=commit)
+        if inserted is None:
             # Another upload of the same new commit inserted it between our look-up and insert.
-            raced = _find_commit(session=session, repository=repository, sha=commit.sha)
-            if raced is None:
-                raise
             return record_commit(session=session, repository=repository, commit=commit)
-        return RecordedCommit(stored)
+        return RecordedCommit(inserted)
+    disagreements = _fill_in(stored, commit)
+    for line in disagreements:
+        logger.warning("%s (repository %s)", line, repository.name)
+    return RecordedCommit(stored, tuple(disagreements))
+
+
+def _insert_commit(*, session: Session, repository: Repository, commit: CommitIn) -> Commit | None:
+    """Store a commit the tracker does not know; ``None`` when a concurrent upload stored it first."""
+    stored = Commit(
+        repository=repository,
+        sha=commit.sha,
+        parents=list(commit.parents),
+        title=commit.title,
+        author_name=commit.author_name,
+        author_email=commit.author_email,
+        branch=commit.branch,
+        committed_at=commit.committed_at or utcnow(),
+        committed_at_estimated=commit.committed_at is None,
+    )
+    try:
+        with session.begin_nested():
+            session.add(stored)
+            session.flush()
+    except IntegrityError:
+        raced = _find_commit(session=session, repository=repository, sha=commit.sha)
+        if raced is None:
+            raise
+        return None
+    return stored
+
+
+def _fill_in(stored: Commit, commit: CommitIn) -> list[str]:
+    """Fill in what ``stored`` does not know yet from an upload; the differences not applied."""
     disagreements: list[str] = []
 
     def disagree(field: str, known: object, uploaded: object) -> None:
@@ -99,9 +115,7 @@ def record_commit(*, session: Session, repository: Repository, commit: CommitIn)
             stored.parents = _longer_shas(stored.parents, list(commit.parents))
         else:
             disagree("parents", " ".join(stored.parents), " ".join(commit.parents))
-    for line in disagreements:
-        logger.warning("%s (repository %s)", line, repository.name)
-    return RecordedCommit(stored, tuple(disagreements))
+    return disagreements
 
 
 def _shown(value: object) -> str:

@@ -26,7 +26,7 @@ from tracker.models import (
     Runner,
     utcnow,
 )
-from tracker.queue.jobs import RunnerStatus, list_runners
+from tracker.queue.runners import RunnerStatus, list_runners
 
 # How many recent jobs to scan for a runner's failed attempts, and how many to show per runner.
 FAILURE_SCAN_JOBS = 500

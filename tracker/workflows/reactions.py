@@ -12,7 +12,7 @@ import datetime as dt
 
 from sqlalchemy.orm import Session
 
-from tracker.comparisons.core import comparison_job_ended, record_comparison_job
+from tracker.comparisons.progress import comparison_job_ended, record_comparison_job
 from tracker.detection import bisection
 from tracker.detection.alerts import evaluate_series
 from tracker.detection.confirmation import settle_confirmation

@@ -7,13 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 
 from tracker.comparisons.calibration import list_calibrations
-from tracker.comparisons.core import (
-    cancel_comparison,
+from tracker.comparisons.creation import (
     create_calibration,
     create_comparison,
     repository_of_cases,
     resolve_candidate,
 )
+from tracker.comparisons.progress import cancel_comparison
 from tracker.comparisons.summary import comparison_view, list_comparisons
 from tracker.enums import enum_values
 from tracker.errors import InvalidInput

@@ -12,14 +12,8 @@ from tracker.enums import enum_values
 from tracker.errors import InvalidInput
 from tracker.ingest.results import IngestLimits
 from tracker.models import JobReason, JobState
-from tracker.queue.jobs import (
-    acting_runner,
-    enqueue_job,
-    get_job,
-    heartbeat,
-    list_jobs,
-    release_job,
-)
+from tracker.queue.jobs import enqueue_job, get_job, heartbeat, list_jobs, release_job
+from tracker.queue.runners import acting_runner
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.results import store_job_result

@@ -7,8 +7,8 @@ import datetime as dt
 from fastapi import APIRouter, Response, status
 
 from tracker.catalog.cases import carried_patches_for, get_hardware_kind
-from tracker.comparisons.core import job_requests
-from tracker.queue.jobs import acting_runner, list_runners, register_runner
+from tracker.comparisons.creation import job_requests
+from tracker.queue.runners import acting_runner, list_runners, register_runner
 from tracker.workflows import jobs as workflow_jobs
 from web.deps import RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.followups import FollowUpsDep

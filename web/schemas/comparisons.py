@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tracker.comparisons.core import MAX_ROUNDS
+from tracker.comparisons.creation import MAX_ROUNDS
 from tracker.comparisons.summary import ArmView, ComparisonView, ResultView, RoundView
 from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
 from web.schemas.params import MAX_INT32, InModel

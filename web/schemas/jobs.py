@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tracker.models import CarriedPatch, Job
-from tracker.queue.jobs import RunnerStatus
+from tracker.queue.runners import RunnerStatus
 from web.schemas.params import InModel
 from wire import (
     ClaimedCandidate,

@@ -19,10 +19,11 @@ from tests.live import live_server
 from tests.tracker.bench import LIMITS
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.comparisons.core import create_comparison
+from tracker.comparisons.creation import create_comparison
 from tracker.detection.triage import triage_alert
 from tracker.models import Alert, Comparison, JobReason, Run, utcnow
-from tracker.queue.jobs import enqueue_job, register_runner
+from tracker.queue.jobs import enqueue_job
+from tracker.queue.runners import register_runner
 from tracker.settings import Settings
 from tracker.vcs.commits import ensure_candidate
 from tracker.workflows.results import store_result
