@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -66,6 +66,25 @@ def create_app(
         read_sessions=sessions or db.make_session_factory(engine, write=False),
         clock=clock,
     )
+    # FastAPIOffline serves Swagger UI and ReDoc from the installed package: /docs works air-gapped.
+    app = FastAPIOffline(
+        title="perftrack",
+        summary="Performance tracking for diffusion-model pull requests",
+        version=perftrack_version(),
+        lifespan=_lifespan(settings, engine, prepare=prepare),
+    )
+    app.state.perftrack = state
+    install_error_handlers(app)
+    _add_middleware(app, settings)
+    _add_routes(app)
+    _add_health_check(app, state)
+    return app
+
+
+def _lifespan(
+    settings: Settings, engine: Engine, *, prepare: bool
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Start-up and shutdown: prepare the database (if ``prepare``), run the scheduler (if enabled)."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -80,15 +99,11 @@ def create_app(
             if scheduler is not None:
                 scheduler.stop()
 
-    # FastAPIOffline serves Swagger UI and ReDoc from the installed package: /docs works air-gapped.
-    app = FastAPIOffline(
-        title="perftrack",
-        summary="Performance tracking for diffusion-model pull requests",
-        version=perftrack_version(),
-        lifespan=lifespan,
-    )
-    app.state.perftrack = state
-    install_error_handlers(app)
+    return lifespan
+
+
+def _add_middleware(app: FastAPI, settings: Settings) -> None:
+    """The body size limit, dashboard sessions, security headers and request logging, innermost first."""
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     assert settings.session_secret is not None  # Settings fills it in (random) outside production
     app.add_middleware(
@@ -98,11 +113,19 @@ def create_app(
     )
     app.add_middleware(SecurityHeaders)  # on every answer, refusals by inner middleware included
     app.add_middleware(RequestObserver)  # added last: outermost, so it times and logs every answer
+
+
+def _add_routes(app: FastAPI) -> None:
+    """The API, the pages, vendored assets, metrics and static files."""
     app.include_router(api_router)
     app.include_router(pages_router)
     app.include_router(vendor_router)
     app.include_router(metrics_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+
+def _add_health_check(app: FastAPI, state: AppState) -> None:
+    """``GET /healthz``: liveness and whether the database answers."""
 
     @app.get(
         "/healthz",
@@ -127,5 +150,3 @@ def create_app(
             schema_revision=revision,
             version=perftrack_version(),
         )
-
-    return app

@@ -18,7 +18,7 @@ from tracker.comparisons.calibration import list_calibrations
 from tracker.detection.alerts import series_threshold
 from tracker.detection.triage import SUSPECT_CONFIRMATIONS
 from tracker.models import Alert, Case, Run
-from tracker.views.queries import series
+from tracker.views.series import series
 
 HARDWARE = "cpu"
 

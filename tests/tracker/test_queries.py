@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 from tests.factories import result_body
 from tracker.catalog.cases import get_hardware_kind
 from tracker.ingest.results import IngestLimits
-from tracker.views.queries import BASELINE_RUNS, overview, series
+from tracker.views.overview import BASELINE_RUNS, overview
+from tracker.views.series import series
 from tracker.views.series_chart import patched_runs, series_chart
 from tracker.views.sparklines import sparkline
 from tracker.workflows.results import store_result

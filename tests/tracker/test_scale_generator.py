@@ -210,10 +210,10 @@ def test_overview_first_pass_gives_what_one_pass_over_all_runs_gives(
     scratch_db_url: str, tmp_path: Path
 ) -> None:
     """More commits than the overview's first pass reads, with series that need the second pass."""
-    from tracker.views import queries
+    from tracker.views import overview as overview_reads
 
     config = ScaleConfig(
-        nights=queries.RECENT_COMMITS + 20, cases=3, hardware=2, comparisons=1, runners_per_kind=1
+        nights=overview_reads.RECENT_COMMITS + 20, cases=3, hardware=2, comparisons=1, runners_per_kind=1
     )
     generate(scratch_db_url, tmp_path / "suites", config, sweep_alerts=False)
     engine = db.make_engine(scratch_db_url)
@@ -228,7 +228,7 @@ def test_overview_first_pass_gives_what_one_pass_over_all_runs_gives(
                 "UPDATE runs SET excluded_reason = 'refuted outlier' WHERE case_id = :c AND hardware_kind_id = :k "
                 "AND commit_id IN (SELECT id FROM commits ORDER BY committed_at DESC LIMIT :n)"
             ),
-            {"c": sparse_case, "k": sparse_kind, "n": queries.RECENT_COMMITS - 10},
+            {"c": sparse_case, "k": sparse_kind, "n": overview_reads.RECENT_COMMITS - 10},
         )
         for run in session.scalars(
             select(Run).where(Run.case_id == stale_case, Run.hardware_kind_id == stale_kind)
@@ -244,12 +244,12 @@ def test_overview_first_pass_gives_what_one_pass_over_all_runs_gives(
                 )
             )
         }
-        everything = queries._ranked_points(session)
-        expected = {key: rows[: queries.LATEST_POINTS] for key, rows in everything.items()}
-        assert len(expected[(sparse_case, sparse_kind)]) == queries.LATEST_POINTS
-        assert queries._latest_points(session, counts) == expected
-        latest_nightly = queries._last_nightly(session, counts)
-        assert latest_nightly == queries._nightly_ranked(session)
+        everything = overview_reads._ranked_points(session)
+        expected = {key: rows[: overview_reads.LATEST_POINTS] for key, rows in everything.items()}
+        assert len(expected[(sparse_case, sparse_kind)]) == overview_reads.LATEST_POINTS
+        assert overview_reads._latest_points(session, counts) == expected
+        latest_nightly = overview_reads._last_nightly(session, counts)
+        assert latest_nightly == overview_reads._nightly_ranked(session)
         assert (stale_case, stale_kind) in latest_nightly
         session.rollback()
     engine.dispose()

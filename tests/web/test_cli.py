@@ -125,7 +125,7 @@ def test_import_regression_into_the_database(cli_env: str) -> None:
     assert all("already stored" in output for output in again)
     get_settings.cache_clear()
     settings = Settings(database_url=cli_env)
-    from tracker.views.queries import series
+    from tracker.views.series import series
 
     engine = db.make_engine(settings.effective_database_url)
     with db.make_session_factory(engine)() as session:

@@ -15,7 +15,7 @@ from tracker.catalog.cases import get_hardware_kind
 from tracker.detection.triage import alert_state
 from tracker.models import Alert, Candidate, Case, Commit, Job, Metric, Run, RunStatus
 from tracker.series.state import ThresholdInfo, series_threshold
-from tracker.views.queries import Series, series
+from tracker.views.series import Series, series
 
 LEVEL_RUNS = 10  # the current level: median of up to this many runs since the latest change
 

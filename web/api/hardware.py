@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from tracker.catalog.cases import list_hardware_kinds
 from web.deps import SessionDep
-from web.schemas import HardwareOut, hardware_out
+from web.schemas import HardwareOut
 
 router = APIRouter(prefix="/hardware", tags=["hardware"])
 
@@ -14,4 +14,4 @@ router = APIRouter(prefix="/hardware", tags=["hardware"])
 @router.get("", response_model=list[HardwareOut])
 def list_hardware(session: SessionDep) -> list[HardwareOut]:
     """Every hardware kind perftrack knows."""
-    return [hardware_out(kind) for kind in list_hardware_kinds(session=session)]
+    return [HardwareOut.model_validate(kind) for kind in list_hardware_kinds(session=session)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
-from tracker.views.queries import get_run
+from tracker.views.runs import get_run
 from web.deps import SessionDep
 from web.schemas import RunOut
 from web.schemas.errors import errors

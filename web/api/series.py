@@ -6,11 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from tracker.views.queries import parse_metric, series
+from tracker.views.series import parse_metric, series
 from tracker.views.series_chart import series_chart
 from web.deps import SessionDep, SettingsDep
-from web.schemas import SeriesOut
-from web.schemas.core import SeriesChartOut
+from web.schemas import SeriesChartOut, SeriesOut
 from web.schemas.errors import errors
 
 router = APIRouter(prefix="/series", tags=["series"])
@@ -31,7 +30,7 @@ def get_series(
 ) -> SeriesOut:
     """Series points ordered by commit time, each with run id, commit, value and change vs the previous."""
     cap = min(limit or settings.series_default_limit, settings.max_page_size)
-    return SeriesOut.of(
+    return SeriesOut.model_validate(
         series(session=session, case_slug=case, hardware=hardware, metric=parse_metric(metric), limit=cap)
     )
 

@@ -13,7 +13,7 @@ from tracker.detection.confirmation import confirmation_of
 from tracker.detection.triage import TRANSITIONS, alert_state, get_alert, list_alerts, triage_alert
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Alert, AlertStatus, utcnow
-from tracker.views.queries import series
+from tracker.views.series import series
 from web.deps import DashboardAdminDep, SessionDep, WebSessionDep, WriteSessionDep
 from web.errors import redact
 from web.pages.templating import templates

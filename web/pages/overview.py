@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 
 from tracker.detection.triage import list_alerts
 from tracker.models import AlertStatus, Direction
-from tracker.views.queries import BASELINE_RUNS, SPARKLINE_RUNS, OverviewRow, overview
+from tracker.views.overview import BASELINE_RUNS, SPARKLINE_RUNS, OverviewRow, overview
 from tracker.views.sparklines import Sparkline, sparkline
 from web.deps import SessionDep
 from web.pages.templating import templates

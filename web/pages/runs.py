@@ -19,7 +19,7 @@ from tracker.ingest.conditions import (
 )
 from tracker.models import RunStage
 from tracker.queue.jobs import get_job
-from tracker.views.queries import get_run
+from tracker.views.runs import get_run
 from web.deps import SessionDep
 from web.pages.templating import templates
 from web.schemas.params import RunId

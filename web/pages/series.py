@@ -14,7 +14,7 @@ from tracker.catalog.cases import get_hardware_kind
 from tracker.detection.alerts import series_alerts
 from tracker.detection.triage import alert_state
 from tracker.models import Metric
-from tracker.views.queries import METRIC_UNITS, parse_metric
+from tracker.views.series import METRIC_UNITS, parse_metric
 from tracker.views.series_chart import patched_runs, series_chart
 from web.deps import SessionDep, SettingsDep
 from web.pages.templating import templates

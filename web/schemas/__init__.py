@@ -1,5 +1,7 @@
 """Shapes of the JSON API; the runner protocol's (uploads, register, claim, ...) live in :mod:`wire`."""
 
+from web.schemas.cases import CaseHardwareOut, CaseOut, HardwareOut
+from web.schemas.commits import CommitOut
 from web.schemas.comparisons import (
     CalibrationIn,
     CalibrationOut,
@@ -12,20 +14,10 @@ from web.schemas.comparisons import (
     ComparisonResultOut,
     RoundOut,
 )
-from web.schemas.core import (
-    CaseHardwareOut,
-    CaseOut,
-    CommitOut,
-    HardwareOut,
-    Health,
-    PatchOut,
-    RunOut,
-    SeriesOut,
-    SeriesPointOut,
-    StageOut,
-    hardware_out,
-)
+from web.schemas.health import Health
 from web.schemas.jobs import EnqueueIn, EnqueueOut, JobOut, job_out, job_spec_out, runner_out
+from web.schemas.runs import PatchOut, RunOut, StageOut
+from web.schemas.series import SeriesChartOut, SeriesOut, SeriesPointOut
 
 __all__ = [
     "CalibrationIn",
@@ -48,10 +40,10 @@ __all__ = [
     "PatchOut",
     "RoundOut",
     "RunOut",
+    "SeriesChartOut",
     "SeriesOut",
     "SeriesPointOut",
     "StageOut",
-    "hardware_out",
     "job_out",
     "job_spec_out",
     "runner_out",

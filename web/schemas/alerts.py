@@ -11,8 +11,8 @@ from tracker.comparisons.summary import ComparisonView
 from tracker.detection.bisection import bisection_view
 from tracker.detection.triage import alert_state
 from tracker.models import Alert
+from web.schemas.commits import CommitOut
 from web.schemas.comparisons import RoundOut
-from web.schemas.core import CommitOut
 from web.schemas.params import InModel
 
 
@@ -113,7 +113,7 @@ class AlertOut(BaseModel):
         """From the ORM object."""
 
         def commit(value: Any) -> CommitOut | None:
-            return CommitOut.of(value) if value is not None else None
+            return CommitOut.model_validate(value) if value is not None else None
 
         return cls(
             id=alert.id,
@@ -126,7 +126,7 @@ class AlertOut(BaseModel):
             status=alert.status.value,
             confirmation=alert.confirmation.value,
             last_good_commit=commit(alert.last_good_commit),
-            first_bad_commit=CommitOut.of(alert.first_bad_commit),
+            first_bad_commit=CommitOut.model_validate(alert.first_bad_commit),
             culprit_commit=commit(alert.culprit_commit),
             fixed_by_commit=commit(alert.fixed_by_commit),
             before_ms=alert.before_value,
