@@ -7,10 +7,17 @@ files of its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
 
 from wire import JobSpecOut
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Spec = TypeVar("_Spec", bound="DataclassInstance")
 
 
 @dataclass(frozen=True)
@@ -86,36 +93,26 @@ class JobSpec:
     @classmethod
     def from_wire(cls, spec: JobSpecOut) -> JobSpec:
         """Build from a validated claim answer."""
-        case = spec.case
-        return cls(
-            job_id=spec.job_id,
-            attempt=spec.attempt,
-            reason=spec.reason,
-            hardware=spec.hardware,
-            lease_seconds=spec.lease_seconds,
-            repository=RepositorySpec(
-                name=spec.repository.name,
-                url=spec.repository.url,
-                default_branch=spec.repository.default_branch,
+        candidate, case = spec.candidate, spec.case
+        return _from_model(
+            cls,
+            spec,
+            repository=_from_model(RepositorySpec, spec.repository),
+            candidate=_from_model(
+                CandidateSpec,
+                candidate,
+                patches=tuple(candidate.patches),
+                carried=tuple(_from_model(CarriedPatch, patch) for patch in candidate.carried),
             ),
-            candidate=CandidateSpec(
-                base_sha=spec.candidate.base_sha,
-                patches=tuple(spec.candidate.patches),
-                carried=tuple(
-                    CarriedPatch(ref=patch.ref, reason=patch.reason) for patch in spec.candidate.carried
-                ),
-            ),
-            case=CaseSpec(
-                slug=case.slug,
-                version=case.version,
-                model=case.model,
-                task=case.task,
-                workload=case.workload,
-                mode=case.mode,
-                num_gpus=case.num_gpus,
-                requests=case.requests,
-                timeout_s=case.timeout_s,
-                params=dict(case.params),
-                flags=dict(case.flags),
-            ),
+            case=_from_model(CaseSpec, case, params=dict(case.params), flags=dict(case.flags)),
         )
+
+
+def _from_model(spec_type: type[_Spec], model: BaseModel, **converted: object) -> _Spec:
+    """A ``spec_type`` whose fields are the wire model's attributes of the same names.
+
+    ``converted`` gives the fields that are not taken as they are (lists as tuples, nested models as
+    dataclasses, dicts copied).
+    """
+    taken = {item.name: getattr(model, item.name) for item in fields(spec_type) if item.name not in converted}
+    return spec_type(**taken, **converted)

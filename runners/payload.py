@@ -67,6 +67,17 @@ def _measurement(
         "step_times_ms": list(parsed.step_times_ms),
         "denoise_step_count": parsed.denoise_step_count,
         "denoise_step_mean_ms": parsed.denoise_step_mean_ms,
+        **_stage_and_request_fields(parsed),
+        "raw_log": raw_log,
+        "command": command,
+        "environment": dict(environment or {}),
+        "perf_dump": perf_dump,
+    }
+
+
+def _stage_and_request_fields(parsed: ParsedRun) -> dict[str, Any]:
+    """The parsed run's stages, request figures, warnings and sources (uploads and ``parse-log`` alike)."""
+    return {
         "denoise_stage_ms": parsed.denoise_stage_ms,
         "stages": [{"name": stage.name, "duration_ms": stage.duration_ms} for stage in parsed.stages],
         "e2e_ms": parsed.e2e_ms,
@@ -75,10 +86,6 @@ def _measurement(
         "warmup_requests": parsed.warmup_requests,
         "warnings": list(parsed.warnings),
         "sources": list(parsed.sources),
-        "raw_log": raw_log,
-        "command": command,
-        "environment": dict(environment or {}),
-        "perf_dump": perf_dump,
     }
 
 
@@ -141,7 +148,10 @@ def import_result(
     command: str = "",
     environment: dict[str, Any] | None = None,
 ) -> ResultIn:
-    """An import made outside any job, as ``POST /api/v1/results`` takes it."""
+    """An import made outside any job, as ``POST /api/v1/results`` takes it.
+
+    Its JSON body (what ``perftrack import-log --server`` posts) is :func:`as_body` of it.
+    """
     measurement = _measurement(
         parsed, raw_log=raw_log, perf_dump=perf_dump, command=command, environment=environment
     )
@@ -152,36 +162,6 @@ def import_result(
         patches=list(patches or []),
         idempotency_key=idempotency_key,
         **measurement,
-    )
-
-
-def result_payload(
-    parsed: ParsedRun,
-    *,
-    case: str,
-    hardware: str,
-    commit: CommitInfo,
-    idempotency_key: str,
-    patches: list[str] | None = None,
-    raw_log: str = "",
-    perf_dump: dict[str, Any] | None = None,
-    command: str = "",
-    environment: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The JSON body of ``POST /api/v1/results`` (:func:`import_result`, dumped)."""
-    return as_body(
-        import_result(
-            parsed,
-            case=case,
-            hardware=hardware,
-            commit=commit,
-            idempotency_key=idempotency_key,
-            patches=patches,
-            raw_log=raw_log,
-            perf_dump=perf_dump,
-            command=command,
-            environment=environment,
-        )
     )
 
 
@@ -207,13 +187,6 @@ def parsed_as_json(parsed: ParsedRun) -> str:
         "denoise_step_mean_ms": parsed.denoise_step_mean_ms,
         "denoise_step_median_ms": parsed.denoise_step_median_ms,
         "step_times_ms": list(parsed.step_times_ms),
-        "denoise_stage_ms": parsed.denoise_stage_ms,
-        "stages": [{"name": stage.name, "duration_ms": stage.duration_ms} for stage in parsed.stages],
-        "e2e_ms": parsed.e2e_ms,
-        "peak_memory_mb": parsed.peak_memory_mb,
-        "requests_seen": parsed.requests_seen,
-        "warmup_requests": parsed.warmup_requests,
-        "warnings": list(parsed.warnings),
-        "sources": list(parsed.sources),
+        **_stage_and_request_fields(parsed),
     }
     return json.dumps(document, indent=2)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.parsing import parse_run
-from runners.payload import CommitInfo, import_key, result_payload
+from runners.payload import CommitInfo, as_body, import_key, import_result
 from wire import JobResultIn
 
 
@@ -52,22 +52,24 @@ def regression_payloads(title_override: str | None = None) -> list[dict[str, Any
         text = (EXAMPLES / log).read_text()
         parsed = parse_run(text)
         bodies.append(
-            result_payload(
-                parsed,
-                case="qwen-image-t2i-1024",
-                hardware="H200",
-                commit=CommitInfo(
-                    sha=sha, committed_at=when, title=title_override or title, author_name="A. Dev"
-                ),
-                idempotency_key=import_key(
+            as_body(
+                import_result(
+                    parsed,
                     case="qwen-image-t2i-1024",
                     hardware="H200",
-                    commit_sha=sha,
-                    patches=[],
-                    log_text=text,
-                    dump_text="",
-                ),
-                raw_log=text,
+                    commit=CommitInfo(
+                        sha=sha, committed_at=when, title=title_override or title, author_name="A. Dev"
+                    ),
+                    idempotency_key=import_key(
+                        case="qwen-image-t2i-1024",
+                        hardware="H200",
+                        commit_sha=sha,
+                        patches=[],
+                        log_text=text,
+                        dump_text="",
+                    ),
+                    raw_log=text,
+                )
             )
         )
     return bodies

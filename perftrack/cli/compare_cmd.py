@@ -21,6 +21,7 @@ from rich.progress import (
 from rich.table import Table
 
 from perftrack.cli.common import console, fail, settings
+from perftrack.cli.tracker_http import call_tracker
 from tracker.enums import FINISHED_COMPARISON_STATES, FINISHED_JOB_STATES
 
 _VERDICT_STYLE = {
@@ -97,7 +98,7 @@ def run_compare(
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     """Request the comparison, optionally poll until it finishes, print its table; return its JSON."""
-    comparison = _call(client, "POST", "/api/v1/comparisons", body)
+    comparison = call_tracker(client, "POST", "/api/v1/comparisons", body)
     console.print(
         f"comparison [bold]{comparison['id']}[/]: {comparison['base']['label']} → {comparison['head']['label']} "
         f"({len(comparison['results'])} case × hardware, {comparison['rounds']} rounds to start)",
@@ -136,7 +137,7 @@ def _wait(
             if comparison["state"] in FINISHED_COMPARISON_STATES:
                 return comparison
             sleep(poll_interval_s)
-            comparison = _call(client, "GET", path)
+            comparison = call_tracker(client, "GET", path)
 
 
 def _round_counts(comparison: dict[str, Any]) -> tuple[int, int]:
@@ -188,18 +189,3 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
 
 def _number(value: float | None, spec: str) -> str:
     return spec.format(value) if value is not None else "—"
-
-
-def _call(client: httpx.Client, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    try:
-        response = client.request(method, path, json=body)
-    except httpx.HTTPError as error:
-        fail(f"cannot reach {client.base_url}: {error}")
-    if response.status_code not in (200, 201):
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text[:500]
-        fail(f"{client.base_url} refused {method} {path} ({response.status_code}): {detail}")
-    answer: dict[str, Any] = response.json()
-    return answer

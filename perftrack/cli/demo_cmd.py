@@ -18,7 +18,8 @@ def demo(
     exit_after: bool = typer.Option(False, "--exit", help="Stop after the summary instead of serving."),
 ) -> None:
     """Build the toy repository, run its history and a PR candidate on a CPU runner, print what changed."""
-    from perftrack.demo.run import run_demo  # torch and the toy only load when the demo runs
+    # Lazy: the demo pulls in the web app, uvicorn and the toy; `perftrack --help` should not load them.
+    from perftrack.demo.run import run_demo
 
     try:
         code = run_demo(

@@ -12,8 +12,9 @@ import typer
 from pydantic import ValidationError
 
 from perftrack.cli.common import console, database_session, fail, settings
+from perftrack.cli.tracker_http import call_tracker
 from runners.parsing import ParsedRun, ParseError, parse_run
-from runners.payload import CommitInfo, import_key, parsed_as_json, result_payload
+from runners.payload import CommitInfo, as_body, import_key, import_result, parsed_as_json
 from tracker.errors import PerftrackError
 from tracker.ingest.results import IngestLimits
 from tracker.workflows.results import store_result
@@ -78,22 +79,24 @@ def import_log(
     parsed, log_text, dump_text = _parse(log, perf_dump, config.max_log_bytes)
     committed_at = _iso_time(commit_time) if commit_time else None
     try:  # built as the tracker validates it: a bad --commit or --patch is refused here, naming it
-        payload = result_payload(
-            parsed,
-            case=case,
-            hardware=hardware,
-            commit=CommitInfo(sha=commit, committed_at=committed_at, title=title, author_name=author),
-            idempotency_key=import_key(
+        payload = as_body(
+            import_result(
+                parsed,
                 case=case,
                 hardware=hardware,
-                commit_sha=commit,
+                commit=CommitInfo(sha=commit, committed_at=committed_at, title=title, author_name=author),
+                idempotency_key=import_key(
+                    case=case,
+                    hardware=hardware,
+                    commit_sha=commit,
+                    patches=patch,
+                    log_text=log_text,
+                    dump_text=dump_text,
+                ),
                 patches=patch,
-                log_text=log_text,
-                dump_text=dump_text,
-            ),
-            patches=patch,
-            raw_log=log_text,
-            perf_dump=json.loads(dump_text) if dump_text else None,
+                raw_log=log_text,
+                perf_dump=json.loads(dump_text) if dump_text else None,
+            )
         )
     except ValidationError as error:
         fail(validation_message(error))
@@ -148,17 +151,5 @@ def _post(server: str, token: str | None, payload: dict[str, Any], timeout_s: fl
     if not token:
         fail("--server needs a token: pass --token or set PERFTRACK_TOKEN (perftrack token create NAME)")
     url = server.rstrip("/") + "/api/v1/results"
-    try:
-        response = httpx.post(
-            url, json=payload, headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s
-        )
-    except httpx.HTTPError as error:
-        fail(f"cannot reach {server}: {error}")
-    if response.status_code not in (200, 201):
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text[:500]
-        fail(f"{server} refused the result ({response.status_code}): {detail}")
-    answer: dict[str, Any] = response.json()
-    return answer
+    with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s) as client:
+        return call_tracker(client, "POST", url, payload, server=server, what="the result")

@@ -18,6 +18,29 @@ from runners.jobenv import JobEnvironment
 from runners.progress import JobProgress
 from runners.workloads.registry import default_workloads
 from tracker.observability.log_config import configure_from_settings
+from tracker.settings import Settings
+
+# The options whose help runs to several lines, kept out of runner()'s signature.
+QUIET_WAIT_OPT = typer.Option(
+    0.0,
+    "--quiet-wait",
+    min=0.0,
+    help="CPU runners (--hardware cpu): wait up to this many seconds for other processes to leave "
+    "the CPUs before each benchmark starts (0, the default: start at once).",
+)
+ENV_ALLOW_OPT = typer.Option(
+    [],
+    "--env-allow",
+    help="Environment variable (or NAME_* prefix) that builds and benchmarks may see besides the default "
+    "allow-list (PATH, HOME, locale, CUDA_*, TORCH_*, HF_HOME, proxies, ...); repeatable. A secret-looking "
+    "name (HF_TOKEN) passes only when named exactly; PERFTRACK_* and the runner token never pass.",
+)
+PRELOAD_OPT = typer.Option(
+    [],
+    "--preload",
+    help="Module a preloaded interpreter imports once (e.g. torch); `python -m` benchmarks are then "
+    "forked from it instead of importing it again. Repeatable; none (the default): off.",
+)
 
 
 def runner(
@@ -38,41 +61,16 @@ def runner(
         [], "--build-command", help="REPO=COMMAND run in each new tree, e.g. 'sglang=pip install -e python'."
     ),
     sglang: str = typer.Option("sglang", "--sglang", help="The sglang executable to run."),
-    quiet_wait: float = typer.Option(
-        0.0,
-        "--quiet-wait",
-        min=0.0,
-        help="CPU runners (--hardware cpu): wait up to this many seconds for other processes to leave "
-        "the CPUs before each benchmark starts (0, the default: start at once).",
-    ),
-    env_allow: list[str] = typer.Option(
-        [],
-        "--env-allow",
-        help="Environment variable (or NAME_* prefix) that builds and benchmarks may see besides the default "
-        "allow-list (PATH, HOME, locale, CUDA_*, TORCH_*, HF_HOME, proxies, ...); repeatable. A secret-looking "
-        "name (HF_TOKEN) passes only when named exactly; PERFTRACK_* and the runner token never pass.",
-    ),
-    preload: list[str] = typer.Option(
-        [],
-        "--preload",
-        help="Module a preloaded interpreter imports once (e.g. torch); `python -m` benchmarks are then "
-        "forked from it instead of importing it again. Repeatable; none (the default): off.",
-    ),
+    quiet_wait: float = QUIET_WAIT_OPT,
+    env_allow: list[str] = ENV_ALLOW_OPT,
+    preload: list[str] = PRELOAD_OPT,
 ) -> None:
     """Lease jobs from the tracker, build each candidate, run the benchmark, upload the result."""
     config = settings()
-    secret = token or (config.token.get_secret_value() if config.token else None)
-    if not secret:
-        fail(
-            "a runner token is needed: --token or PERFTRACK_TOKEN (perftrack token create NAME --role runner)"
-        )
+    secret = _runner_token(token, config)
     labels = _pairs(label, "--label")
     builds = _pairs(build_command, "--build-command")
-    try:
-        # What the agent launches for a job sees this allow-listed environment, never its token.
-        job_env = JobEnvironment(allow=tuple(env_allow), secrets=(secret,)).environ()
-    except ValueError as error:
-        fail(f"--env-allow: {error}")
+    job_env = _job_environment(env_allow, secret)
     configure_from_settings(config, extra_secrets=[secret])
     console = Console()
     display = JobProgress(console)
@@ -97,16 +95,38 @@ def runner(
     )
     _install_stop_handlers(agent, console)
     console.print(f"runner [bold]{name}[/] ({hardware}, {gpus} GPU slots) polling {server}", highlight=False)
+    raise typer.Exit(_run(agent, client, display, name=name, once=once))
+
+
+def _runner_token(token: str | None, config: Settings) -> str:
+    """``--token``, else PERFTRACK_TOKEN; without either the command fails, saying how to make one."""
+    secret = token or (config.token.get_secret_value() if config.token else None)
+    if not secret:
+        fail(
+            "a runner token is needed: --token or PERFTRACK_TOKEN (perftrack token create NAME --role runner)"
+        )
+    return secret
+
+
+def _job_environment(env_allow: list[str], secret: str) -> dict[str, str]:
+    """What the agent launches for a job sees: this allow-listed environment, never its token."""
+    try:
+        return JobEnvironment(allow=tuple(env_allow), secrets=(secret,)).environ()
+    except ValueError as error:
+        fail(f"--env-allow: {error}")
+
+
+def _run(agent: Agent, client: TrackerClient, display: JobProgress, *, name: str, once: bool) -> int:
+    """The agent's exit code once it stops; the agent and the client are closed whatever happens."""
     try:
         with display.progress:
-            code = agent.run(once=once)
+            return agent.run(once=once)
     except TrackerError as error:
         # Refused for good (e.g. the name is bound to another runner's token): say why, no traceback.
         fail(f"the tracker refused runner {name!r}: {error}")
     finally:
         agent.close()
         client.close()
-    raise typer.Exit(code)
 
 
 def _pairs(values: list[str], option: str) -> dict[str, str]:

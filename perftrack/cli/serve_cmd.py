@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 import uvicorn
 from fastapi import FastAPI
+from sqlalchemy.engine import make_url
 
 from perftrack.cli.common import console, settings
 from tracker.observability.log_config import configure_from_settings
@@ -38,7 +39,7 @@ def serve(
 
 def served_app() -> FastAPI:
     """The app as ``serve`` runs it, in every worker process: logging set up from the settings first."""
-    from web.app import create_app
+    from web.app import create_app  # lazy: only workers need the web app; `perftrack --help` stays fast
 
     configure_from_settings(settings())
     return create_app()
@@ -46,6 +47,4 @@ def served_app() -> FastAPI:
 
 def _redacted(url: str) -> str:
     """The database URL without its password."""
-    from sqlalchemy.engine import make_url
-
     return make_url(url).render_as_string(hide_password=True)

@@ -34,7 +34,7 @@ import httpx
 import uvicorn
 from rich.console import Console
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from perftrack.demo.report import (
     print_alerts,
@@ -101,6 +101,27 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
     if not console.is_terminal:
         console.width = max(console.width, 150)  # a log file: room for the tables' columns
     paths = DemoPaths(data_dir / "demo")
+    toy = _prepare(paths, console)
+    settings = _demo_settings(paths)
+    with _serve(settings, host, port) as url:
+        engine = db.make_engine(settings.effective_database_url)
+        sessions = db.make_session_factory(engine)
+        with db.session_scope(sessions) as session:
+            token = _seed(session, toy)
+        console.print(f"tracker on [bold]{url}[/] · runner {RUNNER_NAME}")
+        runner = DemoRunner(url, token, paths.runner, sessions, console)
+        comparison_id = _run_jobs(runner, sessions, toy)
+        _report(url, sessions, toy, comparison_id, console)
+        console.print(f"demo finished in {time.monotonic() - started:.0f} s")
+        engine.dispose()
+        if exit_after:
+            return 0
+        _serve_until_interrupted(url, console)
+    return 0
+
+
+def _prepare(paths: DemoPaths, console: Console) -> ToyRepository:
+    """A fresh demo folder (the toy repository reused when current) with the toy suite pointing at it."""
     _reset(paths)
     console.print(f"[bold]perftrack demo[/] in {paths.root}")
     toy = create_toy_repository(paths.repo, replace_outdated=True)
@@ -109,66 +130,83 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
     )
     paths.suites.mkdir(parents=True)
     (paths.suites / "toy.toml").write_text(SUITE_TEMPLATE.read_text().replace("{toy_repo}", str(paths.repo)))
-    settings = Settings(
+    return toy
+
+
+def _demo_settings(paths: DemoPaths) -> Settings:
+    """The demo tracker's settings: SQLite in the demo folder, the toy suite, short leases."""
+    return Settings(
         database_url=f"sqlite:///{paths.database}",
         data_dir=paths.root,
         suite_dir=paths.suites,
         lease_seconds=120,
         environment="development",
     )
-    with _serve(settings, host, port) as url:
-        engine = db.make_engine(settings.effective_database_url)
-        sessions = db.make_session_factory(engine)
-        with db.session_scope(sessions) as session:
-            token = create_token(session=session, name="demo-runner", role=TokenRole.RUNNER).secret
-            cases = _toy_cases(session)
-            commits = _store_history(session, toy, cases[0].repository)
-            for case in cases:
-                create_calibration(
-                    session=session,
-                    candidate=ensure_candidate(session=session, base=commits[0], patches=[]),
-                    cases=[case.slug],
-                    hardware=[HARDWARE],
-                    rounds=CALIBRATION_ROUNDS,
-                    requests_per_round=1,
-                    requested_by="demo",
-                    command="A/A calibration",
-                )
-        console.print(f"tracker on [bold]{url}[/] · runner {RUNNER_NAME}")
-        runner = DemoRunner(url, token, paths.runner, sessions, console)
-        try:
-            runner.drain(f"A/A calibration ({CALIBRATION_ROUNDS} rounds per case)")
-            nights = [commit for commit in toy.commits if commit.source not in SKIPPED_BY_NIGHTLY]
-            for number, night in enumerate(nights, start=1):
-                with db.session_scope(sessions) as session:
-                    _enqueue_night(session, night.sha)
-                runner.drain(f"night {number}/{len(nights)}: {night.sha[:7]} {night.title[:40]}")
+
+
+def _seed(session: Session, toy: ToyRepository) -> str:
+    """Store the toy's history and queue an A/A calibration per case; returns the runner token's secret."""
+    token = create_token(session=session, name="demo-runner", role=TokenRole.RUNNER).secret
+    cases = _toy_cases(session)
+    commits = _store_history(session, toy, cases[0].repository)
+    for case in cases:
+        create_calibration(
+            session=session,
+            candidate=ensure_candidate(session=session, base=commits[0], patches=[]),
+            cases=[case.slug],
+            hardware=[HARDWARE],
+            rounds=CALIBRATION_ROUNDS,
+            requests_per_round=1,
+            requested_by="demo",
+            command="A/A calibration",
+        )
+    return token
+
+
+def _run_jobs(runner: DemoRunner, sessions: sessionmaker[Session], toy: ToyRepository) -> int:
+    """Run the calibration, then night after night, then the PR comparison; returns the comparison's id.
+
+    The runner is closed afterwards, whatever happens.
+    """
+    try:
+        runner.drain(f"A/A calibration ({CALIBRATION_ROUNDS} rounds per case)")
+        nights = [commit for commit in toy.commits if commit.source not in SKIPPED_BY_NIGHTLY]
+        for number, night in enumerate(nights, start=1):
             with db.session_scope(sessions) as session:
-                comparison_id = _compare(session, toy)
-            runner.drain("pull-request comparison")
-        finally:
-            runner.close()
-        with sessions() as session:
-            print_series(session, toy, console)
-            print_calibrations(session, console)
-            print_alerts(session, toy, console)
-            case_flags = {case.slug: _flags_on(case) for case in _toy_cases(session)}
-        comparison = httpx.get(f"{url}/api/v1/comparisons/{comparison_id}", timeout=30).json()
-        print_comparison(comparison, console)
-        # Scored from what a user reads: the alerts API (suspects refuted by paired rounds are not alerts).
-        alerts = httpx.get(f"{url}/api/v1/alerts", params={"limit": 200}, timeout=30).json()
-        print_scorecard(score(toy.commits, case_flags, alerts), console)
-        console.print(f"demo finished in {time.monotonic() - started:.0f} s")
-        engine.dispose()
-        if exit_after:
-            return 0
-        console.print(f"dashboard: [bold]{url}/[/] (Ctrl-C to stop)")
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            console.print("stopped")
-    return 0
+                _enqueue_night(session, night.sha)
+            runner.drain(f"night {number}/{len(nights)}: {night.sha[:7]} {night.title[:40]}")
+        with db.session_scope(sessions) as session:
+            comparison_id = _compare(session, toy)
+        runner.drain("pull-request comparison")
+    finally:
+        runner.close()
+    return comparison_id
+
+
+def _report(
+    url: str, sessions: sessionmaker[Session], toy: ToyRepository, comparison_id: int, console: Console
+) -> None:
+    """Print the series, calibrations, alerts, the comparison's verdict and the scorecard."""
+    with sessions() as session:
+        print_series(session, toy, console)
+        print_calibrations(session, console)
+        print_alerts(session, toy, console)
+        case_flags = {case.slug: _flags_on(case) for case in _toy_cases(session)}
+    comparison = httpx.get(f"{url}/api/v1/comparisons/{comparison_id}", timeout=30).json()
+    print_comparison(comparison, console)
+    # Scored from what a user reads: the alerts API (suspects refuted by paired rounds are not alerts).
+    alerts = httpx.get(f"{url}/api/v1/alerts", params={"limit": 200}, timeout=30).json()
+    print_scorecard(score(toy.commits, case_flags, alerts), console)
+
+
+def _serve_until_interrupted(url: str, console: Console) -> None:
+    """Keep the dashboard up until Ctrl-C."""
+    console.print(f"dashboard: [bold]{url}/[/] (Ctrl-C to stop)")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        console.print("stopped")
 
 
 def _reset(paths: DemoPaths) -> None:

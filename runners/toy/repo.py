@@ -17,11 +17,12 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from runners.toy.history import MAIN, PULL_REQUESTS, Author, ChangeKind, Step, step_files
+from runners.toy.history import MAIN, PULL_REQUESTS, Author, ChangeKind, PullRequestSpec, Step, step_files
 
 # Bump when the way commits are written changes (message layout, dates, refs): it changes shas.
 _FORMAT = 1
@@ -154,25 +155,28 @@ def _build(root: Path, fingerprint: str) -> ToyRepository:
         head = git.commit(spec.step, base.sha, fork_day + _PR_DELAY, index)
         git.run("update-ref", f"refs/heads/{spec.branch}", head)
         git.run("update-ref", f"refs/pull/{spec.number}/head", head)
-        pull_requests.append(
-            ToyPullRequest(
-                number=spec.number,
-                title=spec.step.title,
-                branch=spec.branch,
-                ref=f"refs/pull/{spec.number}/head",
-                base_sha=base.sha,
-                head_sha=head,
-                commits=(_toy_commit(head, spec.step, spec.branch),),
-                fixes_sha=by_source[spec.fixes].sha,
-                landed_sha=by_source[spec.lands_as].sha,
-            )
-        )
+        pull_requests.append(_toy_pull_request(spec, head, by_source))
     index.unlink(missing_ok=True)
     git.run("symbolic-ref", "HEAD", "refs/heads/main")
     git.run("reset", "--quiet", "--hard", "main")
     repository = ToyRepository(root, "main", tuple(commits), tuple(pull_requests))
     _write_marker(repository, fingerprint)
     return repository
+
+
+def _toy_pull_request(spec: PullRequestSpec, head: str, by_source: Mapping[str, ToyCommit]) -> ToyPullRequest:
+    """The open pull request ``spec`` with its commit at ``head``; ``by_source`` holds main's commits."""
+    return ToyPullRequest(
+        number=spec.number,
+        title=spec.step.title,
+        branch=spec.branch,
+        ref=f"refs/pull/{spec.number}/head",
+        base_sha=by_source[spec.fork_after].sha,
+        head_sha=head,
+        commits=(_toy_commit(head, spec.step, spec.branch),),
+        fixes_sha=by_source[spec.fixes].sha,
+        landed_sha=by_source[spec.lands_as].sha,
+    )
 
 
 def _toy_commit(sha: str, step: Step, branch: str) -> ToyCommit:
@@ -288,19 +292,7 @@ def _from_marker(path: Path, document: dict[str, object]) -> ToyRepository:
     pull_requests = []
     for spec in PULL_REQUESTS:
         head = str(heads.get(str(spec.number), ""))
-        pull_requests.append(
-            ToyPullRequest(
-                number=spec.number,
-                title=spec.step.title,
-                branch=spec.branch,
-                ref=f"refs/pull/{spec.number}/head",
-                base_sha=by_source[spec.fork_after].sha,
-                head_sha=head,
-                commits=(_toy_commit(head, spec.step, spec.branch),),
-                fixes_sha=by_source[spec.fixes].sha,
-                landed_sha=by_source[spec.lands_as].sha,
-            )
-        )
+        pull_requests.append(_toy_pull_request(spec, head, by_source))
     return ToyRepository(path, "main", commits, tuple(pull_requests))
 
 

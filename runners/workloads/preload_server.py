@@ -5,7 +5,8 @@ CONTROL_FD MODULE...`` (so it needs nothing but the standard library, and nothin
 runner's ``sys.path`` can shadow what it imports), with the environment the benchmarks get.
 It imports MODULE..., runs nothing else, makes sure it is the only thread (forking a process
 that has other threads copies locks they may hold), reports on the control socket and then
-waits for requests there. See :mod:`runners.workloads.preload` for the runner's side.
+waits for requests there. See :mod:`runners.workloads.preload` and
+:mod:`runners.workloads.preload_zygote` for the runner's side.
 
 Protocol, on ``SOCK_SEQPACKET`` Unix sockets (one JSON object per message):
 

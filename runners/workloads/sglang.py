@@ -75,36 +75,31 @@ class SglangWorkload:
         dump_path = context.job_dir / PERF_DUMP_NAME
         dump_path.unlink(missing_ok=True)  # a dump from an earlier attempt must not pass for this one
         argv = build_generate_command(case, dump_path, self.generate_executable)
-        env = self._env(context)
-        environment = self._environment_before(context, env, self.generate_executable)
-        counter = CompileEventCounter()
-        capture = LogCapture(context.max_log_bytes, _Tee(counter.feed, context.on_output))
-        watch = _Conditions(self, context)
+        setup = self._prepare(context, self.generate_executable)
         outcome = run_process(
             argv,
-            env=env,
+            env=setup.env,
             cwd=self._cwd(context),
-            capture=capture,
+            capture=setup.capture,
             timeout_s=context.timeout_s,
             grace_s=self.kill_grace_s,
             cancel=context.cancel,
-            on_start=watch.started,
+            on_start=setup.watch.started,
             launcher=context.launcher,
         )
         dump_text = _read_text(dump_path)
-        environment.update(self._gpu_state(context, "after"))
-        watch.record(environment)
+        environment = self._record_after(context, setup)
         if self.probe is not None and outcome.launch:
             environment["launch"] = outcome.launch  # how the process started: fresh or forked
         return WorkloadResult(
-            command=render_command(argv, env, self._shown_env()),
-            log_text=capture.text(),
+            command=render_command(argv, setup.env, self._shown_env()),
+            log_text=setup.capture.text(),
             perf_dump_text=dump_text,
             exit_code=outcome.exit_code,
             timed_out=outcome.timed_out,
             failure=outcome.failure,
-            log_truncated=capture.truncated,
-            compile=compile_counters(counter, dump_text, compile_enabled=compiles(case)),
+            log_truncated=setup.capture.truncated,
+            compile=compile_counters(setup.counter, dump_text, compile_enabled=compiles(case)),
             environment=environment,
         )
 
@@ -115,42 +110,51 @@ class SglangWorkload:
         context.job_dir.mkdir(parents=True, exist_ok=True)
         port = free_port(self.serve.host)
         argv = build_serve_command(case, port, self.serve_executable)
-        env = self._env(context)
-        environment = self._environment_before(context, env, self.serve_executable)
-        counter = CompileEventCounter()
-        capture = LogCapture(context.max_log_bytes, _Tee(counter.feed, context.on_output))
-        watch = _Conditions(self, context)
+        setup = self._prepare(context, self.serve_executable)
         outcome = run_served(
             case,
             argv=argv,
             port=port,
-            env=env,
+            env=setup.env,
             cwd=self._cwd(context),
-            capture=capture,
+            capture=setup.capture,
             settings=self.serve,
             timeout_s=context.timeout_s,
             grace_s=self.kill_grace_s,
             cancel=context.cancel,
-            on_start=watch.started,
+            on_start=setup.watch.started,
         )
-        environment.update(self._gpu_state(context, "after"))
-        watch.record(environment)
+        environment = self._record_after(context, setup)
         if self.probe is not None:
             environment["launch"] = dict(SUBPROCESS_LAUNCH)  # a server always starts fresh
         requests = f"{self.serve.warmup_requests} warmup + {case.requests} timed"
         body = json.dumps(image_request_body(case), ensure_ascii=False)
         return WorkloadResult(
-            command=f"{render_command(argv, env, self._shown_env())}  # then {requests} x "
+            command=f"{render_command(argv, setup.env, self._shown_env())}  # then {requests} x "
             f"POST {self.serve.generate_path} {body}",
-            log_text=capture.text(),
+            log_text=setup.capture.text(),
             exit_code=outcome.exit_code,
             timed_out=outcome.timed_out,
             failure=outcome.failure,
-            log_truncated=capture.truncated,
-            compile=compile_counters(counter, None, compile_enabled=compiles(case)),
+            log_truncated=setup.capture.truncated,
+            compile=compile_counters(setup.counter, None, compile_enabled=compiles(case)),
             environment=environment,
             request_latencies_ms=outcome.latencies_ms,
         )
+
+    def _prepare(self, context: WorkloadContext, executable: tuple[str, ...]) -> _RunSetup:
+        """Set up one run of ``executable``: its environment, what is recorded before it, its watchers."""
+        env = self._env(context)
+        environment = self._environment_before(context, env, executable)
+        counter = CompileEventCounter()
+        capture = LogCapture(context.max_log_bytes, _Tee(counter.feed, context.on_output))
+        return _RunSetup(env, environment, counter, capture, _Conditions(self, context))
+
+    def _record_after(self, context: WorkloadContext, setup: _RunSetup) -> dict[str, Any]:
+        """The run's recorded environment, completed with the GPUs' state and the conditions after it."""
+        setup.environment.update(self._gpu_state(context, "after"))
+        setup.watch.record(setup.environment)
+        return setup.environment
 
     def _env(self, context: WorkloadContext) -> dict[str, str]:
         # The benchmark needs the runner's PATH, CUDA and Hugging Face settings, never its secrets.
@@ -183,6 +187,17 @@ class SglangWorkload:
 
     def _gpu_state(self, context: WorkloadContext, when: str) -> dict[str, Any]:
         return {} if self.probe is None else self.probe.gpu_state(context.gpu_ids, when)
+
+
+@dataclass(frozen=True)
+class _RunSetup:
+    """One run as :meth:`SglangWorkload._prepare` sets it up, in either mode."""
+
+    env: dict[str, str]  # the benchmark's environment variables
+    environment: dict[str, Any]  # what is recorded about the machine and the software
+    counter: CompileEventCounter
+    capture: LogCapture
+    watch: _Conditions
 
 
 class _Conditions:

@@ -16,7 +16,7 @@ from runners.candidates import BuiltCandidate
 from runners.client import InvalidMessage, TrackerClient
 from runners.jobspec import JobSpec
 from runners.parsing import ParsedRun, RunStatus, StageTiming
-from runners.payload import CommitInfo, as_body, import_result, job_result, result_payload
+from runners.payload import CommitInfo, as_body, import_result, job_result
 from runners.workloads.base import CompileCounters, WorkloadResult
 from wire import (
     MAX_FAILURE_REASON,
@@ -108,7 +108,7 @@ def test_an_import_body_is_what_post_results_validates() -> None:
     }
     built = import_result(PARSED, **fields)
     assert built.raw_log == "a log\ufffd"  # trimmed and without NUL, as the tracker would store it
-    body = result_payload(PARSED, **fields)
+    body = as_body(import_result(PARSED, **fields))
     assert ResultIn.model_validate(json.loads(json.dumps(body))) == built
 
 

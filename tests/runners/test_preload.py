@@ -17,7 +17,8 @@ import pytest
 
 from runners.workloads.base import WorkloadContext
 from runners.workloads.environment import EnvironmentProbe
-from runners.workloads.preload import FORKED_MODE, PreloadLauncher, import_sensitive, module_command, refusal
+from runners.workloads.preload import FORKED_MODE, PreloadLauncher
+from runners.workloads.preload_rules import import_sensitive, module_command, refusal
 from runners.workloads.process import (
     CANCELLED,
     LogCapture,
