@@ -62,7 +62,6 @@ def start_queued_bisections() -> int:
     try:
         return start_queued(
             sessions=db.make_session_factory(engine),
-            read_sessions=db.make_session_factory(engine, write=False),
             history=GitHistory(config.git_cache_dir),
         )
     except PerftrackError as error:
