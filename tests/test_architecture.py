@@ -159,3 +159,12 @@ def test_modules_and_functions_stay_small(package: str) -> None:
             too_long.append(f"{path.relative_to(ROOT)} is {count} lines")
         too_long.extend(_long_functions(path))
     assert too_long == []
+
+
+def test_each_tracker_package_says_what_it_owns_and_may_import() -> None:
+    undocumented = []
+    for init in sorted((ROOT / "tracker").glob("*/__init__.py")):
+        docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+        if not docstring.strip() or "May import:" not in docstring:
+            undocumented.append(str(init.relative_to(ROOT)))
+    assert undocumented == []

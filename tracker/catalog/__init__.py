@@ -1,1 +1,4 @@
-"""What is measured: suite files, the cases and hardware kinds they declare, path globs."""
+"""What is measured: suite files, the cases and hardware kinds they declare, path globs.
+
+May import: observability, access, statistics, models, db and the leaves.
+"""

@@ -1,1 +1,4 @@
-"""Change detection on series: alerts, their log, paired confirmation, bisection, triage."""
+"""Change detection on series: alerts, their log, paired confirmation, bisection, triage.
+
+May import: comparisons, ingest and everything below them.
+"""

@@ -1,5 +1,7 @@
 """The PR comment bot: ``/perf`` commands in pull-request comments become comparisons.
 
+May import: detection and everything below it (never views).
+
 Modules: :mod:`events` (the deliveries the bot reads, checked field by field), :mod:`webhook`
 (signature check), :mod:`inbox` (deliveries stored on arrival and carried out afterwards, with
 retries), :mod:`bot` (decide with GitHub's answers, then act in one write), :mod:`access` (who may

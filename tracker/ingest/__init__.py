@@ -1,1 +1,4 @@
-"""Storing results: limits, redaction, measurement conditions, each run written once."""
+"""Storing results: limits, redaction, measurement conditions, each run written once.
+
+May import: queue, series, vcs, catalog and everything below them.
+"""

@@ -1,4 +1,7 @@
-"""SQLAlchemy models for the whole perftrack domain (see DESIGN.md, "Domain")."""
+"""SQLAlchemy models for the whole perftrack domain (see DESIGN.md, "Domain").
+
+May import: db and the leaves.
+"""
 
 from tracker.enums import (
     AlertConfirmation,

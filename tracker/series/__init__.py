@@ -1,1 +1,4 @@
-"""A case's measurements on one hardware kind: its runs, counts, state (noise, segments) and pending evaluations."""
+"""A case's measurements on one hardware kind: its runs, counts, state (noise, segments) and pending evaluations.
+
+May import: vcs, catalog and everything below them (never queue).
+"""

@@ -1,1 +1,4 @@
-"""Commits, candidates (a base plus stacked patches), branch heads and git history."""
+"""Commits, candidates (a base plus stacked patches), branch heads and git history.
+
+May import: observability, access, statistics, models, db and the leaves.
+"""
