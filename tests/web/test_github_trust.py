@@ -80,6 +80,23 @@ def test_a_forks_push_is_not_built_until_a_maintainer_asks_for_that_head(
     assert latest.head_candidate.patches[-1].ref == f"refs/pull/{PR}/head@{NEW_HEAD}"
 
 
+def test_a_perf_carried_out_after_a_push_measures_the_head_the_comment_saw(
+    hook: Hook, session: Session, settings: Settings, github: GithubClient, fake: FakeGithub
+) -> None:
+    """GitHub fails while the comment waits; the fork's author pushes; the approval stays with the
+    head the maintainer commented on."""
+    fake.add_pull(REPO, PR, head_sha=HEAD_SHA, merge_base="1" * 40, fork="contributor-c/sglang")
+    fake.fail_next(100)
+    assert hook.comment(f"/perf {CASE}").state is DeliveryState.PENDING
+    assert push(hook, fake, sender="contributor-c", fork=True).state is DeliveryState.DONE
+    fake.fail_next(0)
+    [outcome] = carry_out(session, settings, github, later_s=20)
+    assert outcome.startswith("comparison ")
+    [comparison] = comparisons(session)
+    assert comparison.head_sha == HEAD_SHA
+    assert comparison.head_candidate.patches[-1].ref == f"refs/pull/{PR}/head@{HEAD_SHA}"
+
+
 def test_a_push_by_someone_without_write_access_starts_nothing(
     hook: Hook, session: Session, fake: FakeGithub
 ) -> None:

@@ -9,7 +9,8 @@ write transaction is open.
 Who may start measurements (see docs/operations.md, "Trust model"):
 
 - a ``/perf`` comment: its author needs write access (or a place on the allow list), checked for
-  each command, and the PR must be open; the PR's head at that moment is pinned and measured;
+  each command, and the PR must be open; the PR's head when the comment arrived is pinned and
+  measured, even when GitHub's hiccups delay the bot past a later push (:mod:`heads`);
 - a push (re-run of the last command) or the perf label: the pusher (or labeller) needs write
   access, checked for each new head; a push to a fork's pull request is never measured on its
   own: a maintainer comments ``/perf`` (or adds the label) for each head;
@@ -34,6 +35,7 @@ from tracker.github.access import may_run
 from tracker.github.client import GithubClient
 from tracker.github.commands import HELP, CommandError, find_command, parse_command
 from tracker.github.events import CommentEvent, Event, PullRequestEvent
+from tracker.github.heads import head_when_asked
 from tracker.github.plan import ComparisonPlan, plan_comparison
 from tracker.github.render import code
 from tracker.github.status import OPEN_STATES, comparison_changed
@@ -81,8 +83,16 @@ def is_own_comment(event: CommentEvent, *, settings: Settings, login: str | None
     return login is not None and event.author.lower() == login.lower()
 
 
-def decide(*, session: Session, settings: Settings, client: GithubClient, event: Event) -> Decision:
-    """What to do about ``event``; reads the database and GitHub, writes nothing.
+def decide(
+    *,
+    session: Session,
+    settings: Settings,
+    client: GithubClient,
+    event: Event,
+    delivery_row: int | None = None,
+) -> Decision:
+    """What to do about ``event`` (stored as delivery row ``delivery_row``); reads the database and
+    GitHub, writes nothing.
 
     Raises :class:`~tracker.github.client.GithubError` when GitHub does not answer as it should
     (the delivery is tried again later, or given up with the reason when GitHub refuses perftrack).
@@ -90,12 +100,19 @@ def decide(*, session: Session, settings: Settings, client: GithubClient, event:
     if event.installation_id is not None:
         client.remember_installation(event.repository, event.installation_id)
     if isinstance(event, CommentEvent):
-        return _decide_comment(session=session, settings=settings, client=client, event=event)
+        return _decide_comment(
+            session=session, settings=settings, client=client, event=event, delivery_row=delivery_row
+        )
     return _decide_pull_request(session=session, settings=settings, client=client, event=event)
 
 
 def _decide_comment(
-    *, session: Session, settings: Settings, client: GithubClient, event: CommentEvent
+    *,
+    session: Session,
+    settings: Settings,
+    client: GithubClient,
+    event: CommentEvent,
+    delivery_row: int | None,
 ) -> Decision:
     line = find_command(event.body)
     if line is None:
@@ -131,6 +148,7 @@ def _decide_comment(
             repository=event.repository,
             pr_number=event.pr_number,
             command=command,
+            head_sha=head_when_asked(session=session, event=event, delivery_row=delivery_row),
         )
     except InvalidInput as error:  # a CommandError too
         message = error.message

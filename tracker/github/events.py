@@ -8,12 +8,14 @@ delivery (``to_dict`` / ``from_dict``) and carried out later, so they hold only 
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from tracker.errors import PerftrackError
 
 MAX_PR_NUMBER = 2**31 - 1
+_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 
 
 class MalformedDelivery(PerftrackError):
@@ -54,6 +56,7 @@ class PullRequestEvent:
     label: str | None  # the label just added, for ``labeled``
     installation_id: int | None
     from_fork: bool = False  # the head lives in another repository (or one that was deleted)
+    before_sha: str | None = None  # for ``synchronize``: the head before the push
 
     def to_dict(self) -> dict[str, Any]:
         """The event as stored with its delivery."""
@@ -147,7 +150,15 @@ def _pull_request(payload: dict[str, Any]) -> PullRequestEvent | None:
         installation_id=_installation(payload),
         from_fork=not (isinstance(head_name, str) and isinstance(base_name, str))
         or head_name.lower() != base_name.lower(),
+        before_sha=_sha_or_none(payload.get("before")) if action == "synchronize" else None,
     )
+
+
+def _sha_or_none(value: Any) -> str | None:
+    """A commit sha as GitHub writes it (40 or 64 hex digits), else ``None``."""
+    if isinstance(value, str) and _SHA.fullmatch(value) and value.strip("0"):
+        return value.lower()
+    return None
 
 
 def _object(parent: dict[str, Any], key: str, where: str = "") -> dict[str, Any]:

@@ -159,7 +159,9 @@ def _process(
     attempt, event = claimed
     try:
         with read_sessions() as session:
-            decision = decide(session=session, settings=settings, client=client, event=event)
+            decision = decide(
+                session=session, settings=settings, client=client, event=event, delivery_row=row_id
+            )
     except GithubSetupError as error:
         logger.error("GitHub delivery %d: perftrack cannot act on %s: %s", row_id, event.repository, error)
         message = (
