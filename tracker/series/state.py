@@ -32,6 +32,10 @@ from tracker.statistics.changepoints import Detection, DetectorConfig, detect_ch
 LOOKBACK_COMMITS = 200
 
 
+# What torch.compile did in a run: graph breaks, unique graphs, frames compiled, recompiles.
+CompileCounters = tuple[int | None, int | None, int | None, int | None]
+
+
 @dataclass(frozen=True)
 class SeriesRun:
     """One successful run of a series."""
@@ -41,6 +45,7 @@ class SeriesRun:
     source: RunSource
     runner_id: int | None
     job_id: int | None
+    compile: CompileCounters = (None, None, None, None)
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,18 @@ def load_series_runs(
 ) -> list[SeriesCommit]:
     """The newest ``lookback`` commits of a series with their counted runs, oldest first."""
     rows = session.execute(
-        select(Run.id, Run.denoise_step_ms, Run.source, Run.runner_id, Run.job_id, Run.commit_id)
+        select(
+            Run.id,
+            Run.denoise_step_ms,
+            Run.source,
+            Run.runner_id,
+            Run.job_id,
+            Run.commit_id,
+            Run.graph_breaks,
+            Run.unique_graphs,
+            Run.frames_compiled,
+            Run.recompiles,
+        )
         .join(Commit, Commit.id == Run.commit_id)
         .join(Candidate, Candidate.id == Run.candidate_id)
         .outerjoin(Job, Job.id == Run.job_id)
@@ -84,6 +100,7 @@ def load_series_runs(
                 source=row.source,
                 runner_id=row.runner_id,
                 job_id=row.job_id,
+                compile=(row.graph_breaks, row.unique_graphs, row.frames_compiled, row.recompiles),
             )
         )
     commits = {commit.id: commit for commit in session.scalars(select(Commit).where(Commit.id.in_(grouped)))}
@@ -124,8 +141,34 @@ def detect_series(
         prior_noise_pct=prior_pct,
         prior_noise_dof=prior_dof,
         known_breaks=known_breaks(session=session, case=case, hardware=hardware, commits=commits),
+        causes=compile_changes(commits),
     )
     return commits, detection
+
+
+def compile_changes(commits: list[SeriesCommit]) -> set[int]:
+    """Positions whose compile counters differ from the commit measured before.
+
+    A commit's counters count only when every one of its runs reported the same ones (a commit
+    whose runs disagree, or that has none, says nothing), so a difference is a mechanism that
+    moved (a new graph break, a recompile) and not one run's accident.
+    """
+    signatures = [_signature(entry.runs) for entry in commits]
+    return {
+        position
+        for position in range(1, len(signatures))
+        if signatures[position] is not None
+        and signatures[position - 1] is not None
+        and signatures[position] != signatures[position - 1]
+    }
+
+
+def _signature(runs: list[SeriesRun]) -> CompileCounters | None:
+    counters = {run.compile for run in runs}
+    if len(counters) != 1:
+        return None
+    [only] = counters
+    return only if any(value is not None for value in only) else None
 
 
 def known_breaks(

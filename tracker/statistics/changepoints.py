@@ -98,6 +98,7 @@ def detect_changes(
     prior_noise_pct: float | None = None,
     prior_noise_dof: int = 0,
     known_breaks: Collection[int] = (),
+    causes: Collection[int] = (),
 ) -> Detection:
     """Find the changes of level in a series.
 
@@ -125,6 +126,9 @@ def detect_changes(
         across each out from the start. A young series with several real changes would otherwise
         count them as noise (three steps in seven commits make most of its differences) and raise
         its threshold past the next change.
+    causes
+        Positions whose compile counters differ from the commit before (all runs of both agree): the
+        newest commit there is a suspect on weaker evidence (``DetectorConfig.cause_suspect_z``).
 
     Returns
     -------
@@ -135,11 +139,14 @@ def detect_changes(
     config = config or DetectorConfig()
     runs = _checked_runs(commits, threshold_pct)
     known = {position for position in known_breaks if 0 < position < len(runs)}
+    moved = frozenset(position for position in causes if 0 < position < len(runs))
     floors = [threshold_pct]
     if noise_floor_from_calibration_pct is not None:
         floors.append(noise_floor_from_calibration_pct)
     prior = (prior_noise_pct, prior_noise_dof)
-    noise, (changes, outliers, threshold) = _detect(runs, floors, config, known=known, prior=prior)
+    noise, (changes, outliers, threshold) = _detect(
+        runs, floors, config, known=known, prior=prior, causes=moved
+    )
     return Detection(
         changes=changes,
         outliers=outliers,
@@ -174,6 +181,7 @@ def _detect(
     *,
     known: set[int],
     prior: tuple[float | None, int],
+    causes: frozenset[int] = frozenset(),
 ) -> tuple[NoiseEstimate | None, _Found]:
     """The noise estimate, and the changes, outliers and threshold found with it.
 
@@ -186,12 +194,12 @@ def _detect(
     if noise is None:
         threshold = max(floors)
         return None, (tuple(_single_run_changes(runs, threshold)), (), threshold)
-    changes, outliers, threshold = _detect_with_noise(runs, noise, floors, config)
+    changes, outliers, threshold = _detect_with_noise(runs, noise, floors, config, causes)
     if history is not None and changes:
         # The first estimate counted the found changes as noise; estimate again without them.
         _, refined = _noise(runs, config, _breaks(changes) | known, prior)
         if refined is not None and refined.cv_pct < noise.cv_pct:
-            return refined, _detect_with_noise(runs, refined, floors, config)
+            return refined, _detect_with_noise(runs, refined, floors, config, causes)
     return noise, (changes, outliers, threshold)
 
 
@@ -223,10 +231,16 @@ def _reported_noise_threshold(
 
 
 def _detect_with_noise(
-    runs: list[tuple[float, ...]], noise: NoiseEstimate, floors: list[float], config: DetectorConfig
+    runs: list[tuple[float, ...]],
+    noise: NoiseEstimate,
+    floors: list[float],
+    config: DetectorConfig,
+    causes: frozenset[int] = frozenset(),
 ) -> _Found:
     threshold = max([*floors, noise_threshold_pct(noise.cv_pct, config)])
-    changes, outliers = _with_noise(runs, noise.sigma, threshold, config, suspect_threshold=max(floors))
+    changes, outliers = _with_noise(
+        runs, noise.sigma, threshold, config, suspect_threshold=max(floors), causes=causes
+    )
     return changes, outliers, threshold
 
 
@@ -270,6 +284,7 @@ def _with_noise(
     config: DetectorConfig,
     *,
     suspect_threshold: float,
+    causes: frozenset[int] = frozenset(),
 ) -> tuple[tuple[Change, ...], tuple[int, ...]]:
     series = SeriesLevels(
         levels=np.log(np.array([statistics.median(values) for values in runs])),
@@ -278,6 +293,7 @@ def _with_noise(
         threshold=math.log1p(threshold / 100.0),
         config=config,
         model_threshold=math.log1p(suspect_threshold / 100.0),
+        causes=causes,
     )
     levels, window = series.levels, config.window
     splits = sorted(segment_levels(series), key=lambda split: split.index)

@@ -45,6 +45,9 @@ class DetectorConfig:
     gate of the newest commit as a *suspect* against the level just before it, measured against
     the model's threshold rather than the noise-raised one: paired rounds settle every suspect, so
     a suspect may be raised on weaker evidence than an established change (``z_crit``).
+    ``cause_suspect_z`` is that gate for a newest commit whose compile counters changed (graph
+    breaks, graphs, frames compiled, recompiles): a mechanism that moved is evidence of its own, so
+    a shift the series' noise alone would not single out still goes to paired rounds.
     """
 
     window: int = 20
@@ -59,6 +62,7 @@ class DetectorConfig:
     threshold_margin_share: float = 0.15
     excursion_chance: float = 0.05
     suspect_z: float = 2.5
+    cause_suspect_z: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +128,7 @@ class SeriesLevels:
     threshold: float  # the threshold as a shift of ln(value)
     config: DetectorConfig
     model_threshold: float | None = None  # the model's own threshold (ln), when the noise raised it
+    causes: frozenset[int] = frozenset()  # commits whose compile counters differ from the one before
 
     def for_suspects(self) -> SeriesLevels:
         """The series judged against the model's threshold, for suspects that paired rounds settle.

@@ -238,7 +238,8 @@ def tail_suspect(series: SeriesLevels, changes: list[Change], outliers: set[int]
     for paired rounds to settle, raised at ``suspect_z`` against the *model's* threshold: a noisy
     series' own threshold (what a full window can tell from noise) would hide a 5 % one-night
     regression at 2 % noise, which paired rounds can still confirm. A suspect costs rounds, never
-    an alert on its own.
+    an alert on its own. A newest commit whose compile counters changed (``series.causes``) is
+    gated at ``cause_suspect_z`` instead: its shift must still reach the model's threshold.
     """
     levels, runs, config = series.levels, series.runs, series.config
     gate = series.for_suspects()
@@ -260,7 +261,8 @@ def tail_suspect(series: SeriesLevels, changes: list[Change], outliers: set[int]
     shift = float(levels[last]) - level
     error = series.sigma * math.sqrt(1.0 / len(runs[last]) + HL_VARIANCE_FACTOR / len(recent))
     z = shift / error
-    if abs(z) < config.suspect_z or not gate.reaches(shift, error):
+    z_gate = config.cause_suspect_z if last in series.causes else config.suspect_z
+    if abs(z) < z_gate or not gate.reaches(shift, error):
         return None
     # The commit just before must agree: a newest run at the level of its neighbour is that
     # neighbour's level going on (a change not yet recognised), not a change of its own.
