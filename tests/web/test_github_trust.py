@@ -131,6 +131,27 @@ def test_perf_cancel_stops_the_re_runs_on_push_until_the_next_perf(
     assert hook.send("pull_request", pushed(head="5" * 40)).outcome.endswith("created on push, 1 superseded")
 
 
+def test_perf_cancel_after_the_comparison_ended_stops_the_re_runs_too(
+    hook: Hook, session: Session, fake: FakeGithub
+) -> None:
+    hook.comment(f"/perf {CASE}")
+    [finished] = comparisons(session)
+    finished.state = ComparisonState.DONE
+    session.commit()
+    answer = hook.comment("/perf cancel")
+    assert answer.outcome == "cancel: nothing running; re-runs on push stopped"
+    assert "pushes will not be measured until the next `/perf`" in fake.comments_on(PR)[-1]["body"]
+    assert push(hook, fake).outcome.startswith("ignored: measuring was cancelled")
+    assert comparisons(session) == [finished]
+    assert hook.comment("/perf cancel").outcome == "cancel: nothing to cancel"  # said once
+    # The next /perf measures again, and pushes re-run it again.
+    hook.comment(f"/perf {CASE}")
+    assert len(comparisons(session)) == 2
+    fake.add_pull(REPO, PR, head_sha="5" * 40, merge_base="1" * 40)
+    payload = pushed(head="5" * 40)
+    assert hook.send("pull_request", payload).outcome.startswith("comparison ")
+
+
 def test_closing_the_pull_request_cancels_its_comparison(
     hook: Hook, session: Session, fake: FakeGithub
 ) -> None:

@@ -39,7 +39,7 @@ from tracker.github.heads import head_when_asked
 from tracker.github.plan import ComparisonPlan, plan_comparison
 from tracker.github.render import code
 from tracker.github.status import OPEN_STATES, comparison_changed
-from tracker.models import Comparison, ComparisonState, OutboxKind, Repository
+from tracker.models import Comparison, ComparisonState, OutboxKind, Repository, utcnow
 from tracker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -169,7 +169,9 @@ def _decide_pull_request(
         return Reply("ignored: this head was measured already")
     if event.action == "labeled":
         text, why = "/perf", "label"
-    elif previous is not None and previous.state is ComparisonState.CANCELLED:
+    elif previous is not None and (
+        previous.state is ComparisonState.CANCELLED or previous.reruns_stopped_at is not None
+    ):
         return Reply("ignored: measuring was cancelled on this pull request; /perf starts it again")
     elif settings.github_rerun_on_push and previous is not None:
         text, why = previous.command or "/perf", "push"
@@ -269,13 +271,24 @@ def _cancel(*, session: Session, event: Event, decision: Cancel) -> str:
     if not decision.every_open:
         targets = targets[-1:]
     if not targets:
+        latest = _latest(session, event)
+        stopped = (
+            latest is not None
+            and latest.state is not ComparisonState.CANCELLED
+            and latest.reruns_stopped_at is None
+        )
+        if stopped and latest is not None:
+            latest.reruns_stopped_at = utcnow()
         if isinstance(event, CommentEvent):
             reply(
                 session,
                 event,
-                f"@{event.author} there is no running comparison on this pull request to cancel.",
+                f"@{event.author} there is no running comparison on this pull request to cancel"
+                + ("; pushes will not be measured until the next `/perf`." if stopped else "."),
             )
-        return "cancel: nothing to cancel"
+            if stopped:
+                _react(session, event, "+1")
+        return "cancel: nothing running; re-runs on push stopped" if stopped else "cancel: nothing to cancel"
     cancelled: list[str] = []
     for target in targets:
         try:

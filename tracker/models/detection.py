@@ -167,6 +167,9 @@ class Comparison(Base):
     github_comment_id: Mapped[int | None] = mapped_column(BigInteger, comment="the bot's one comment")
     github_repository: Mapped[str | None] = mapped_column(String(255), comment="owner/name of the PR")
     head_sha: Mapped[str | None] = mapped_column(String(40), comment="PR head the comparison measured")
+    reruns_stopped_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="/perf cancel after it ended: pushes re-run nothing until the next /perf"
+    )
     kind: Mapped[ComparisonKind] = mapped_column(
         str_enum(ComparisonKind, "comparison_kind"),
         nullable=False,
