@@ -161,3 +161,23 @@ def test_a_runner_token_acts_only_as_its_own_runner(live: Live) -> None:
     assert again.json()["gpu_count"] == 4
     mine = live.http.post("/api/v1/runners/runner-a/claim", headers=live.as_("runner-a"))
     assert mine.status_code == 200, mine.text
+
+
+def test_a_runners_token_cannot_import_results_into_a_series(live: Live) -> None:
+    """A token taken from a GPU host writes no result outside its own runner's jobs."""
+    assert register(live, "runner-a", "runner-a").status_code == 200
+    before = live.state()
+    body = {
+        "case": CASE,
+        "hardware": "H200",
+        "commit": {"sha": "c" * 40, "title": "Forged", "committed_at": "2026-03-01T10:00:00Z"},
+        "status": "ok",
+        "step_times_ms": [100.0, 100.0, 100.0],
+    }
+    refused = live.http.post("/api/v1/results", json=body, headers=live.as_("runner-a"))
+    assert refused.status_code == 403, refused.text
+    assert "runner 'runner-a'" in refused.json()["detail"]
+    assert live.state() == before
+    # A token bound to no runner (an import token) still imports.
+    imported = live.http.post("/api/v1/results", json=body, headers=live.as_("runner-b"))
+    assert imported.status_code == 201, imported.text

@@ -113,6 +113,21 @@ def acting_runner(*, session: Session, token: ApiToken, name: str | None = None)
     return runner
 
 
+def check_may_import(*, session: Session, token: ApiToken) -> None:
+    """Refuse an import (a result outside any job) by a token bound to a runner.
+
+    A GPU runner's token lives where pull-request code runs; bound to its runner it uploads only the
+    results of the jobs that runner leased. Imports (logs from a laptop, CI) take a token of their
+    own, so a token taken from a GPU host cannot write a result into any series it likes.
+    """
+    bound = session.scalar(select(Runner.name).where(Runner.token_id == token.id))
+    if bound is not None:
+        raise Forbidden(
+            f"token {token.name!r} is runner {bound!r}'s: it uploads only the results of that runner's "
+            "jobs; an import needs a token of its own (perftrack token create NAME --role runner)"
+        )
+
+
 def _check_runner_role(token: ApiToken) -> None:
     if token.role is not TokenRole.RUNNER:
         raise Forbidden("an admin token does not act as a runner; use the runner's own runner token")

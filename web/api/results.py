@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response, status
 
 from tracker.ingest.results import IngestLimits
+from tracker.queue.runners import check_may_import
 from tracker.workflows.results import store_result
 from web.deps import RunnerTokenDep, SettingsDep, WriteSessionDep
 from web.followups import FollowUpsDep
@@ -23,8 +24,10 @@ router = APIRouter(prefix="/results", tags=["results"])
         **errors(
             RUNNER,
             BODY,
+            403,
             409,
             notes={
+                403: "The token is bound to a runner: it uploads only that runner's jobs' results",
                 409: "The idempotency key was used for a different result",
                 422: "Invalid field (the message names it), unknown case or hardware",
             },
@@ -37,9 +40,13 @@ def post_result(
     session: WriteSessionDep,
     settings: SettingsDep,
     follow_ups: FollowUpsDep,
-    _token: RunnerTokenDep,
+    token: RunnerTokenDep,
 ) -> ResultCreated:
-    """Store one result; posting it again with the same idempotency key stores nothing new."""
+    """Store one result; posting it again with the same idempotency key stores nothing new.
+
+    A token bound to a runner may not import (403): it uploads only its own jobs' results.
+    """
+    check_may_import(session=session, token=token)
     limits = IngestLimits.from_settings(settings)
     outcome = store_result(session=session, result=result, limits=limits)
     session.commit()
