@@ -119,6 +119,9 @@ def test_a_stale_installation_id_is_said_and_forgotten(app_key: tuple[str, str])
     # Not kept for the repository: the next call looks the installation up and works.
     assert client.request("GET", f"/repos/{REPO}/pulls/1", repository=REPO)["number"] == 1
     assert len(fake.calls_to("GET", f"/repos/{REPO}/installation")) == 1
+    # A redelivery (or an old outbox row) naming the stale id again does not put it back.
+    client.remember_installation(REPO, 4242)
+    assert client.request("GET", f"/repos/{REPO}/pulls/1", repository=REPO)["number"] == 1
 
 
 def test_the_bot_knows_its_own_login(app_key: tuple[str, str]) -> None:

@@ -372,6 +372,8 @@ def test_tokens_are_redacted_before_storing(client: TestClient, runner_token: st
         command=f"HF_TOKEN={HF_TOKEN} sglang generate --model-path Qwen/Qwen-Image --api-key sk-live-123456",
         environment={"gpu": "H200", "HF_TOKEN": "anything-at-all", "launch": {"argv": f"--token {PT_TOKEN}"}},
         failure_reason=None,
+        warnings=[f"a warning quoting {GH_PAT}"],
+        perf_dump={"commit_hash": "669a9bd", "server_args": {"api_key": "sk-live-123456", "hf": HF_TOKEN}},
     )
     response = _post_result(client, runner_token, body)
     assert response.status_code == 201, response.text
@@ -381,7 +383,8 @@ def test_tokens_are_redacted_before_storing(client: TestClient, runner_token: st
     page = client.get(f"/runs/{run_id}").text
     stored = session.get(RunArtifacts, run_id)
     assert stored is not None
-    for text in (log, json.dumps(run), page, stored.raw_log, stored.command, json.dumps(stored.environment)):
+    texts = (log, json.dumps(run), page, stored.raw_log, stored.command, json.dumps(stored.environment))
+    for text in (*texts, json.dumps(stored.perf_dump), json.dumps(run["warnings"])):
         for secret in [*SECRETS, "anything-at-all"]:
             assert secret not in text
     # What is not a secret stays, so the log still explains the run.
@@ -392,6 +395,8 @@ def test_tokens_are_redacted_before_storing(client: TestClient, runner_token: st
     assert run["command"].startswith("HF_TOKEN=[redacted] sglang generate --model-path Qwen/Qwen-Image")
     assert run["environment"]["HF_TOKEN"] == "[redacted]"
     assert run["environment"]["gpu"] == "H200"
+    assert stored.perf_dump is not None and stored.perf_dump["commit_hash"] == "669a9bd"
+    assert "a warning quoting [redacted]" in run["warnings"]
 
 
 def test_tokens_in_a_failure_reason_are_redacted(client: TestClient, runner_token: str) -> None:

@@ -108,6 +108,9 @@ class GithubClient:
         )
         self._installation_tokens: dict[int, _Token] = {}
         self._installations: dict[str, int] = {}
+        # Installation ids GitHub refused (a webhook or outbox row from before a reinstall): a
+        # delivery naming one again does not put it back; the lookup finds the current one.
+        self._refused: set[int] = set()
         self._login: str | None = None
 
     @property
@@ -116,7 +119,10 @@ class GithubClient:
         return self._app_id is not None and self._private_key is not None
 
     def remember_installation(self, repository: str, installation_id: int) -> None:
-        """Note the App installation of ``repository`` (owner/name), as a webhook names it."""
+        """Note the App installation of ``repository`` (owner/name), as a webhook names it; an id
+        GitHub refused before is not taken again (the installation is looked up instead)."""
+        if installation_id in self._refused:
+            return
         self._installations[repository.lower()] = installation_id
 
     def request(self, method: str, path: str, *, repository: str, json: dict[str, Any] | None = None) -> Any:
@@ -176,10 +182,14 @@ class GithubClient:
             installation_id = int(found["id"])
             self._installations[repository.lower()] = installation_id
         try:
-            return self.installation_token(installation_id)
+            token = self.installation_token(installation_id)
         except GithubSetupError:
-            self._forget(repository)  # a stale id (the App was reinstalled): look it up next time
+            # A stale id (the App was reinstalled): look it up next time, and never take it again.
+            self._refused.add(installation_id)
+            self._forget(repository)
             raise
+        self._refused.discard(installation_id)  # the lookup found it, and it works now
+        return token
 
     def installation_token(self, installation_id: int) -> str:
         """The installation's access token, fetched once and reused until shortly before it expires."""

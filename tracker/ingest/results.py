@@ -201,7 +201,7 @@ def _build_run(result: MeasurementIn, *, key: str, digest: str, source: RunSourc
         frames_compiled=result.compile.frames_compiled,
         requests_seen=result.requests_seen,
         warmup_requests=result.warmup_requests,
-        warnings=list(result.warnings),
+        warnings=[redact_text(warning) for warning in result.warnings],
         sources=list(result.sources),
         measured_at=result.measured_at,
         stages=[
@@ -215,7 +215,7 @@ def _build_run(result: MeasurementIn, *, key: str, digest: str, source: RunSourc
             command=redact_text(result.command),
             raw_log=redact_text(result.raw_log),
             log_truncated=result.log_truncated,
-            perf_dump=result.perf_dump,
+            perf_dump=None if result.perf_dump is None else redact_environment(result.perf_dump),
         ),
     )
     if result.status == "ok":
