@@ -395,7 +395,8 @@ def test_tokens_are_redacted_before_storing(client: TestClient, runner_token: st
     assert run["command"].startswith("HF_TOKEN=[redacted] sglang generate --model-path Qwen/Qwen-Image")
     assert run["environment"]["HF_TOKEN"] == "[redacted]"
     assert run["environment"]["gpu"] == "H200"
-    assert stored.perf_dump is not None and stored.perf_dump["commit_hash"] == "669a9bd"
+    assert stored.perf_dump is not None
+    assert stored.perf_dump["commit_hash"] == "669a9bd"
     assert "a warning quoting [redacted]" in run["warnings"]
 
 
