@@ -174,6 +174,19 @@ def test_perf_on_a_closed_pull_request_is_refused(hook: Hook, session: Session, 
     assert "this pull request is closed" in fake.comments_on(PR)[-1]["body"]
 
 
+def test_a_perf_held_up_until_the_pull_request_closed_starts_nothing(
+    hook: Hook, session: Session, settings: Settings, github: GithubClient, fake: FakeGithub
+) -> None:
+    fake.add_pull(REPO, PR, head_sha=HEAD_SHA, merge_base="1" * 40)
+    fake.fail_next(100)
+    assert hook.comment(f"/perf {CASE}").state is DeliveryState.PENDING
+    fake.fail_next(0)
+    fake.pulls[(REPO, PR)]["state"] = "closed"
+    [outcome] = carry_out(session, settings, github, later_s=20)
+    assert outcome == f"rejected: pull request #{PR} is closed now; reopen it to measure it"
+    assert comparisons(session) == []
+
+
 def test_an_edited_comment_runs_nothing(hook: Hook, session: Session, fake: FakeGithub) -> None:
     payload = json.loads((DATA / "issue_comment_created_pr.json").read_text())
     payload["action"] = "edited"

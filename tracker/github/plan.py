@@ -63,6 +63,8 @@ def plan_comparison(
     if command.hardware:  # unknown names are refused before anything else is looked up
         check_hardware(command.hardware, [kind.name for kind in list_hardware_kinds(session=session)])
     pull = _pull(client, repository, pr_number)
+    if pull.get("state", "open") != "open":  # closed since the comment (the bot was held up)
+        raise CommandError(f"pull request #{pr_number} is closed now; reopen it to measure it")
     if command.cases:
         cases = expand_cases(command.cases, [case.slug for case in current])
         selection = "named in the command"
