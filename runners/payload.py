@@ -188,5 +188,7 @@ def parsed_as_json(parsed: ParsedRun) -> str:
         "denoise_step_median_ms": parsed.denoise_step_median_ms,
         "step_times_ms": list(parsed.step_times_ms),
         **_stage_and_request_fields(parsed),
+        # Every request the log shows, with the one stored and why (parse-log only; not uploaded).
+        "requests": [asdict(request) for request in parsed.requests],
     }
     return json.dumps(document, indent=2)

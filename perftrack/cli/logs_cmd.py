@@ -13,13 +13,15 @@ from pydantic import ValidationError
 
 from perftrack.cli.common import console, database_session, fail, settings
 from perftrack.cli.tracker_http import call_tracker
-from runners.parsing import ParsedRun, ParseError, parse_run
+from runners.parsing import ParsedRun, ParseError, RunStatus, parse_run
 from runners.payload import CommitInfo, as_body, import_key, import_result, parsed_as_json
 from tracker.errors import PerftrackError
 from tracker.ingest.results import IngestLimits
 from tracker.workflows.results import store_result
 from wire import ResultIn, validation_message
 
+# parse-log's exit status for a log that parsed and shows a failed run (1: could not parse).
+EXIT_RUN_FAILED = 3
 LOG_ARG = typer.Argument(
     ..., help="An `sglang generate` log (stdout and stderr).", exists=True, dir_okay=False
 )
@@ -50,9 +52,16 @@ def _parse(log: Path, perf_dump: Path | None, limit: int | None = None) -> tuple
 
 
 def parse_log(log: Path = LOG_ARG, perf_dump: Path | None = DUMP_OPT) -> None:
-    """Print, as JSON, what would be stored for a log (and perf dump): steps, stages, e2e, memory, warnings."""
+    """Print, as JSON, what would be stored for a log (and perf dump): steps, stages, e2e, memory,
+    warnings, and every request the log shows with the one that would be stored.
+
+    Exit status: 0 the log holds a measurement; 3 it parsed, and the run failed (failure_reason
+    says why); 1 the input could not be read or parsed; 2 wrong arguments.
+    """
     parsed, _log_text, _dump_text = _parse(log, perf_dump)
     print(parsed_as_json(parsed))
+    if parsed.status is RunStatus.FAILED:
+        raise typer.Exit(EXIT_RUN_FAILED)
 
 
 def import_log(
@@ -112,6 +121,15 @@ def import_log(
     console.print(
         f"run {answer['run_id']} {verb}: {case} on {hardware} at {commit[:12]}: {shown}", highlight=False
     )
+    _say_which_request(parsed)
+
+
+def _say_which_request(parsed: ParsedRun) -> None:
+    """Which of several requests was stored, then the parser's warnings."""
+    if len(parsed.requests) > 1:
+        stored = next((request for request in parsed.requests if request.stored), None)
+        which = f"request {stored.position} of {len(parsed.requests)}" if stored else "no request"
+        console.print(f"the log shows {len(parsed.requests)} requests; stored {which}", highlight=False)
     for warning in parsed.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 

@@ -47,6 +47,21 @@ OOM_SIZE = re.compile(r"Tried to allocate (?P<size>\d+(?:\.\d+)? ?[KMGT]i?B)")
 INFER_STEPS = re.compile(r"^\s*(?:infer_steps|num_inference_steps)\s*[:=]\s*(?P<n>\d+)\s*,?\s*$")
 # --warmup on a command line, or warmup=True in a server-args dump (not --warmup-steps etc.).
 WARMUP_FLAG = re.compile(r"--warmup(?![\w-])(?!=(?:false|False|0)\b)|\bwarmup(?:=|': |\": )True\b")
+# A new run pasted after another: the command line that started it.
+COMMAND_LINE = re.compile(r"(?:^|[\s$#>])sglang\s+generate(?:\s|$)")
+# Lines that say the run died, whatever else the log shows.
+SCHEDULER_DEAD = re.compile(
+    r"\b(?:Rank \d+ )?scheduler (?:process )?is dead\b|\bScheduler (?:process )?died\b", re.I
+)
+EXIT_CODE = re.compile(
+    r"\b(?:Exit code|exited with (?:exit )?code|exit status)[:=]?\s*(?P<code>-?\d+)\b", re.I
+)
+KILLED = re.compile(r"\bkilled by signal (?P<signal>\d+|SIG[A-Z]+)\b", re.I)
+NCCL = re.compile(
+    r"\bNCCL error\b|\bnccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error\b"
+    r"|Watchdog caught collective operation timeout|\bProcessGroupNCCL\b.*\btime(?:d )?out\b",
+    re.I,
+)
 TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")
 # The line that ends a traceback: "ValueError: msg", "torch.OutOfMemoryError: ...", "KeyboardInterrupt".
 EXCEPTION = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?::\s*(?P<msg>.*))?$")

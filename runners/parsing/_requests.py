@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runners.parsing import _patterns as p
+from runners.parsing._fatal import fatal_reason
 from runners.parsing._logtext import (
     Progress,
     logical_lines,
@@ -47,6 +48,7 @@ class Request:
     denoise_s: float | None = None  # seconds, as printed
     average_s: float | None = None
     denoise_reported: bool = False  # a "finished"/"average" line came, even with an invalid number
+    average_reported: bool = False  # an "average time per step" line came
     progress: Progress | None = None
     progress_totals: set[int] = field(default_factory=set)
     infer_steps: int | None = None
@@ -57,8 +59,9 @@ class Request:
 
     @property
     def has_content(self) -> bool:
-        """Whether the request ran any stage (lines such as "Processing prompt" alone do not count)."""
-        return bool(self.started or self.stages or self.denoise_reported)
+        """Whether the request ran any stage or failed in one (lines such as "Processing prompt"
+        alone do not count)."""
+        return bool(self.started or self.stages or self.denoise_reported or self.failures)
 
     @property
     def counted(self) -> bool:
@@ -90,6 +93,7 @@ class ScannedLog:
     warmup_flag: bool = False  # --warmup on a command line or warmup=True in server args
     explicit_warmup: bool = False
     exceptions: list[str] = field(default_factory=list)
+    fatal: list[str] = field(default_factory=list)  # the run died: scheduler dead, a signal, NCCL
     warnings: list[str] = field(default_factory=list)
 
 
@@ -100,6 +104,9 @@ class _Scanner:
         self.log = ScannedLog(requests=[Request()])
         self.next_is_warmup = False
         self.in_traceback = False
+        # A denoising bar seen before any stage line of its request: a log pasted from mid-way, or
+        # the next of back-to-back runs whose "started" lines are missing.
+        self.orphan: Progress | None = None
 
     @property
     def current(self) -> Request:
@@ -115,6 +122,13 @@ class _Scanner:
             self.log.requests.append(current)
         current.warmup = current.warmup or warmup
         return current
+
+    def adopt_orphan(self) -> None:
+        """Give the current request the denoising bar seen before its first stage line."""
+        if self.orphan is not None and self.current.progress is None:
+            self.current.progress = self.orphan
+            self.current.progress_totals.add(self.orphan.total)
+        self.orphan = None
 
     def number(self, raw: str, line: str) -> float | None:
         """Validate a number from the log; a NaN, infinite or negative one becomes a warning."""
@@ -152,35 +166,17 @@ class _Scanner:
 
     def _stage(self, line: str) -> bool:
         if match := p.STARTED.search(line):
-            name = match["stage"]
-            if name in self.current.started or self.current.closed:
-                self.open_request()
-            self.current.started.append(name)
-            if is_denoise_stage(name):
-                if self.current.denoise_stage not in (None, name):
-                    self.log.warnings.append(
-                        f"request has two denoising stages; using {self.current.denoise_stage}"
-                    )
-                else:
-                    self.current.denoise_stage = name
-            return True
-        if match := p.FINISHED.search(line):
-            value = self.number(match["v"], line)
-            if self.current.denoise_stage is None and is_denoise_stage(match["stage"]):
-                self.current.denoise_stage = match["stage"]  # an excerpt may start after "started..."
-            if match["stage"] == self.current.denoise_stage:
-                self.current.denoise_reported = True
-            if value is not None:
-                self.current.stages.append(StageTiming(match["stage"], seconds_to_ms(value)))
-                if match["stage"] == self.current.denoise_stage:
-                    self.current.denoise_s = value
-            return True
-        if match := p.AVERAGE.search(line):
+            self._started(match["stage"])
+        elif match := p.FINISHED.search(line):
+            self._finished(match["stage"], self.number(match["v"], line))
+        elif match := p.AVERAGE.search(line):
+            if self.current.average_reported:
+                self.open_request()  # a second average: the next run, its "started" lines missing
             self.current.denoise_stage = self.current.denoise_stage or match["stage"]
             self.current.average_s = self.number(match["v"], line)
-            self.current.denoise_reported = True
-            return True
-        if match := p.STAGE_ERROR.search(line):
+            self.current.denoise_reported = self.current.average_reported = True
+            self.adopt_orphan()
+        elif match := p.STAGE_ERROR.search(line):
             after = valid_number(match["v"])
             if after is not None and match["unit"] != "ms":
                 after *= 1000.0
@@ -190,17 +186,54 @@ class _Scanner:
                 kind, shorten(match["msg"]), match["stage"], after, size["size"] if size else None
             )
             self.current.failures.append(failure)
-            return True
-        progress = parse_progress(line)
-        if progress is None:
-            return False
+        else:
+            progress = parse_progress(line)
+            if progress is None:
+                return False
+            self._progress(progress)
+        return True
+
+    def _started(self, name: str) -> None:
+        if name in self.current.started or self.current.closed:
+            self.open_request()
+        self.orphan = None  # the bars of this stage follow its "started" line
+        self.current.started.append(name)
+        if is_denoise_stage(name):
+            if self.current.denoise_stage not in (None, name):
+                self.log.warnings.append(
+                    f"request has two denoising stages; using {self.current.denoise_stage}"
+                )
+            else:
+                self.current.denoise_stage = name
+
+    def _finished(self, name: str, value: float | None) -> None:
+        if any(stage.name == name for stage in self.current.stages):
+            self.open_request()  # a stage finishing twice: the next run, its "started" lines missing
+        if self.current.denoise_stage is None and is_denoise_stage(name):
+            self.current.denoise_stage = name  # an excerpt may start after "started..."
+        if name == self.current.denoise_stage:
+            self.current.denoise_reported = True
+            self.adopt_orphan()
+        else:
+            self.orphan = None  # a bar before another stage's end was that stage's (VAE tiling)
+        if value is not None:
+            self.current.stages.append(StageTiming(name, seconds_to_ms(value)))
+            if name == self.current.denoise_stage:
+                self.current.denoise_s = value
+
+    def _progress(self, progress: Progress) -> None:
+        """A tqdm bar: the warmup count, the current denoising loop's, or one for the next request."""
+        current = self.current
         if "warmup" in progress.desc.lower():
             self._warmup_count(progress.n, progress.total)
-        elif self.current.denoise_stage is not None:
+        elif current.denoise_stage is not None and not current.denoise_reported:
             # Only bars inside a denoising stage count: other stages (VAE tiling) draw bars too.
-            self.current.progress = progress
-            self.current.progress_totals.add(progress.total)
-        return True
+            current.progress = progress
+            current.progress_totals.add(progress.total)
+        elif current.denoise_reported and _continues(current.progress, progress):
+            current.progress = progress  # the loop's last bar, flushed after its summary line
+        elif current.denoise_reported or current.open_stage is None:
+            self.orphan = progress
 
     def _warmup(self, line: str) -> bool:
         if p.WARMUP_START.search(line):
@@ -270,8 +303,13 @@ class _Scanner:
         return True
 
     def _misc(self, line: str) -> None:
+        if p.COMMAND_LINE.search(line):
+            self.open_request()  # a new run pasted after the last one
+            self.orphan = None
         if "warmup" in line and p.WARMUP_FLAG.search(line):
             self.log.warmup_flag = True
+        if (reason := fatal_reason(line)) is not None:
+            self.log.fatal.append(reason)
         self._oom(line)
 
     def _oom(self, line: str) -> None:
@@ -290,6 +328,11 @@ class _Scanner:
         self.current.failures.append(
             Failure("oom", f"{device} out of memory", self.current.open_stage, size=size)
         )
+
+
+def _continues(shown: Progress | None, bar: Progress) -> bool:
+    """Whether ``bar`` goes on from the bar last shown (same loop, not yet at its end, not behind)."""
+    return shown is not None and shown.n < shown.total and bar.total == shown.total and bar.n >= shown.n
 
 
 def scan(text: str) -> ScannedLog:

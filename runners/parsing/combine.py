@@ -113,6 +113,7 @@ class _Merge:
             warmup_requests=log.warmup_requests if log else 0,
             warnings=tuple(self.warnings),
             sources=("log", *self.used) if log is not None else tuple(self.used),
+            requests=log.requests if log is not None else (),
         )
 
     def _compare(

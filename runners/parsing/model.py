@@ -28,6 +28,24 @@ class StageTiming:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestSummary:
+    """One request a log shows, as ``perftrack parse-log`` lists it: which one is stored, and why.
+
+    ``position`` counts the requests seen, from 1; ``outcome`` is ``complete``, ``failed`` or
+    ``incomplete`` (the log ends inside it, or its denoising loop never reported).
+    """
+
+    position: int
+    warmup: bool
+    outcome: str
+    denoise_step_count: int | None
+    denoise_step_mean_ms: float | None
+    denoise_stage_ms: float | None
+    stored: bool
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class ParsedRun:
     """Everything a log (and optionally a perf dump) says about the measured request.
 
@@ -53,6 +71,7 @@ class ParsedRun:
     warmup_requests: int = 0
     warnings: tuple[str, ...] = field(default_factory=tuple)
     sources: tuple[str, ...] = ()  # "log", "perf_dump", "performance_log"
+    requests: tuple[RequestSummary, ...] = ()  # every request the log shows, warmups included
 
 
 class ParseError(ValueError):

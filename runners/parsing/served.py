@@ -7,7 +7,8 @@ so the timed requests are the last N in the log; that holds whatever warmups cam
 
 Value of record: the median over the timed requests of each request's average denoising step
 time (basis "median"). The log has no per-step times, so ``step_times_ms`` stays empty;
-``e2e_ms`` is the median client-side latency (HTTP round trip included).
+``e2e_ms`` is the median client-side latency (HTTP round trip included; for a video, from its
+POST until its content is downloaded).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from runners.parsing._logtext import gib_to_mib, looks_binary, seconds_to_ms
 from runners.parsing._requests import Failure, Request, ScannedLog, scan
-from runners.parsing.model import ParsedRun, ParseError, RunStatus
+from runners.parsing.model import ParsedRun, ParseError, RequestSummary, RunStatus
 
 PER_STEP_UNKNOWN = "per-step times unknown (no perf dump); value of record is the log's average step time"
 NO_DENOISE = "no denoising stage found in log"
@@ -41,8 +41,13 @@ def parse_sglang_log(text: str) -> ParsedRun:
         result = ParsedRun(status=RunStatus.FAILED, failure_reason=reason, warnings=tuple(warnings))
     else:
         result = _measured(log, counted, measured, complete, warnings)
+    chosen = complete[-1] if complete and result.status is RunStatus.OK else None
     return replace(
-        result, requests_seen=len(counted), warmup_requests=sum(r.warmup for r in counted), sources=("log",)
+        result,
+        requests_seen=len(counted),
+        warmup_requests=sum(r.warmup for r in counted),
+        sources=("log",),
+        requests=tuple(_summary(position, request, chosen) for position, request in enumerate(counted, 1)),
     )
 
 
@@ -71,6 +76,8 @@ def _measured(
         if request.warmup and request.failures:
             warnings.append(f"warmup request failed: {_request_failure(request)}")
     reported = [r for r in counted if r is not chosen and (r.failures or not r.denoise_done)]
+    if log.fatal:
+        warnings.append(f"log reports a fatal error, but a measured request completed: {log.fatal[0]}")
     stray = [exc for exc in log.exceptions if not any(exc in r.exceptions for r in reported)]
     if stray:
         warnings.append(
@@ -79,21 +86,66 @@ def _measured(
     return _measurement(log, chosen, measured, warnings)
 
 
+def _summary(position: int, request: Request, chosen: Request | None) -> RequestSummary:
+    """How ``parse-log`` lists one request: what it measured, and whether it is the one stored."""
+    if request.failures or (request.exceptions and not request.denoise_done):
+        outcome, note = "failed", _request_failure(request)
+    elif request.denoise_done:
+        outcome, note = "complete", ""
+    else:
+        outcome, note = "incomplete", _cut_off(request) if request.denoise_stage else "no denoising stage ran"
+    if request is chosen:
+        note = "stored: the last complete measured request"
+    elif request.warmup:
+        note = "warmup: never stored" + (f" ({note})" if note else "")
+    elif outcome == "complete":
+        note = "not stored: a later complete request is the one stored"
+    return RequestSummary(
+        position=position,
+        warmup=request.warmup,
+        outcome=outcome,
+        denoise_step_count=_steps_of(request),
+        denoise_step_mean_ms=seconds_to_ms(request.average_s) if request.average_s is not None else None,
+        denoise_stage_ms=seconds_to_ms(request.denoise_s) if request.denoise_s is not None else None,
+        stored=request is chosen,
+        note=note,
+    )
+
+
 def _infer_warmup(log: ScannedLog, counted: list[Request], warnings: list[str]) -> None:
-    """Mark the warmup when sglang printed no warmup marker but warmup was switched on."""
+    """Mark the warmup when sglang printed no warmup marker but warmup was switched on.
+
+    Only on evidence: ``sglang generate --warmup`` runs one warmup copy of the first request, one
+    denoising step by default, first. A first request that ran as many steps as the others is kept.
+    """
     if log.explicit_warmup or not log.warmup_flag or not counted:
         return
-    if len(counted) >= 2:
-        # `sglang generate --warmup` runs exactly one warmup copy of the first request, first.
-        counted[0].warmup = True
-        warnings.append(
-            f"no warmup marker in log; treating the first of {len(counted)} requests as the warmup (--warmup is on)"
-        )
-    else:
+    if len(counted) == 1:
         warnings.append(
             "warmup is on but the log shows a single request; taking it as the measured one "
             "(sglang may suppress the warmup's stage lines, or the log was cut)"
         )
+        return
+    first, rest = _steps_of(counted[0]), [_steps_of(request) for request in counted[1:]]
+    if first == 1 and any(steps is not None and steps > 1 for steps in rest):
+        counted[0].warmup = True
+        warnings.append(
+            f"no warmup marker in log; treating the first of {len(counted)} requests as the warmup "
+            "(--warmup is on, and it ran 1 denoising step where the others ran more)"
+        )
+        return
+    shown = "an unknown number of" if first is None else str(first)
+    warnings.append(
+        f"--warmup is on but no request looks like a warmup (no warmup marker; the first ran {shown} "
+        f"denoising steps); all {len(counted)} requests are taken as measured"
+    )
+
+
+def _steps_of(request: Request) -> int | None:
+    """A request's denoising step count: its bar's total, else its sampling params."""
+    if request.progress is not None:
+        return request.progress.total
+    return request.infer_steps
 
 
 def _is_complete(request: Request) -> bool:
@@ -199,6 +251,8 @@ def _failure_reason(text: str, log: ScannedLog, counted: list[Request], measured
     for request in measured:
         if request.failures or (request.exceptions and not request.denoise_done):
             return _request_failure(request)
+    if log.fatal:
+        return log.fatal[0] + _stopped_in(measured)
     for request in measured:
         if request.denoise_stage is not None and not request.denoise_done:
             return _cut_off(request)
@@ -213,9 +267,21 @@ def _failure_reason(text: str, log: ScannedLog, counted: list[Request], measured
         return f"warmup request failed and no measured request ran: {_request_failure(failed[-1])}"
     if any(request.denoise_done for request in warmups):
         return "only the warmup request ran its denoising stage; no measured request in log"
+    if warmups:
+        count = f"{len(warmups)} warmup request{'s' if len(warmups) > 1 else ''}"
+        return f"only warmup requests ran ({count}); no measured request in log"
     if looks_binary(text):
         return f"{NO_DENOISE} (input does not look like a text log)"
     return NO_DENOISE
+
+
+def _stopped_in(measured: list[Request]) -> str:
+    """Where the last measured request stood when the log ends (" (during X at step n/N)"), if open."""
+    for request in reversed(measured):
+        stage = request.open_stage
+        if stage is not None:
+            return f" (during {stage}{_at_step(request, stage)})"
+    return ""
 
 
 def _request_failure(request: Request) -> str:

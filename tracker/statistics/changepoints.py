@@ -89,6 +89,7 @@ def noise_threshold_pct(noise_pct: float, config: DetectorConfig) -> float:
     return (math.exp(config.z_crit * se) - 1.0) * 100.0
 
 
+# Long on purpose: the docstring documents each parameter; the body is a dozen lines.
 def detect_changes(
     commits: Sequence[Sequence[float]],
     *,
