@@ -46,8 +46,8 @@ class DetectorConfig:
     the model's threshold rather than the noise-raised one: paired rounds settle every suspect, so
     a suspect may be raised on weaker evidence than an established change (``z_crit``).
     ``cause_suspect_z`` is that gate for a newest commit whose compile counters changed (graph
-    breaks, graphs, frames compiled, recompiles): a mechanism that moved is evidence of its own, so
-    a shift the series' noise alone would not single out still goes to paired rounds.
+    breaks, graphs, frames compiled, recompiles), 0: a mechanism that moved is evidence of its own,
+    so any shift that reaches the model's threshold goes to paired rounds, however noisy the series.
     """
 
     window: int = 20
@@ -62,7 +62,7 @@ class DetectorConfig:
     threshold_margin_share: float = 0.15
     excursion_chance: float = 0.05
     suspect_z: float = 2.5
-    cause_suspect_z: float = 1.0
+    cause_suspect_z: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
