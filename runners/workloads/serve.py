@@ -1,11 +1,9 @@
-"""Serve mode: start ``sglang serve``, wait until it answers, time N image requests, always stop it.
+"""Serve mode: start ``sglang serve``, wait until it answers, time N requests, always stop it.
 
 Maintainers report served cases as "median of N requests after warmup, each arm on a fresh
-server". The endpoints are sglang diffusion's own (``multimodal_gen/runtime/entrypoints``):
-``GET /health`` (``http_server.py``'s health router, answers once the workers are up) and the
-OpenAI-style ``POST /v1/images/generations`` (``openai/image_api.py``) whose body takes
-``prompt``, ``size`` ("WxH"), ``n``, ``response_format`` and sglang's extensions
-(``num_inference_steps``, ``guidance_scale``, ``seed``, ``negative_prompt``...).
+server". Readiness is sglang diffusion's ``GET /health`` (``http_server.py``'s health router,
+answers once the workers are up); what one image or video request is, and how it is timed, is
+:mod:`runners.workloads.serve_api`'s.
 
 Before the measured requests the client sends its own warmup request(s) with the same body: the
 server's startup warmup may run another resolution, and with torch.compile on the first request
@@ -26,20 +24,29 @@ import httpx
 
 from runners.jobspec import CaseSpec
 from runners.workloads.process import CANCELLED, LogCapture, ManagedProcess, describe_exit, start_failure
+from runners.workloads.serve_api import (
+    IMAGE_TASKS,
+    VIDEO_TASKS,
+    DeadlinePassed,
+    RequestFailed,
+    ServeSettings,
+    VideoRequest,
+    is_video,
+    request_body,
+    request_path,
+    time_image_request,
+)
 
-IMAGE_TASKS = frozenset({"t2i"})
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    """Where and how patiently to talk to the server."""
-
-    host: str = "127.0.0.1"
-    health_path: str = "/health"
-    generate_path: str = "/v1/images/generations"
-    ready_timeout_s: float = 1800.0  # model load plus torch.compile warmup of a 20B DiT takes minutes
-    poll_interval_s: float = 1.0
-    warmup_requests: int = 1
+__all__ = [
+    "ServeSettings",
+    "ServedOutcome",
+    "free_port",
+    "is_video",
+    "request_body",
+    "request_path",
+    "run_served",
+    "unsupported_task",
+]
 
 
 @dataclass(frozen=True)
@@ -55,10 +62,6 @@ class ServedOutcome:
     exit_code: int | None = None
 
 
-class _RequestFailed(Exception):
-    """A request that did not produce an image; the message says why."""
-
-
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on now (the server binds it a moment later; a race is unlikely)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -67,24 +70,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
-def image_request_body(case: CaseSpec) -> dict[str, Any]:
-    """The JSON body of one ``POST /v1/images/generations`` for the case's parameters."""
-    params = case.params
-    body: dict[str, Any] = {"prompt": str(params.get("prompt", "")), "n": 1, "response_format": "b64_json"}
-    if "width" in params and "height" in params:
-        body["size"] = f"{params['width']}x{params['height']}"
-    for name, value in params.items():
-        if name not in ("prompt", "width", "height"):
-            body[name.replace("-", "_")] = value  # flag spelling → the request model's field names
-    return body
-
-
 def unsupported_task(case: CaseSpec) -> str | None:
-    """Why the case cannot be served yet, or ``None``."""
-    if case.task in IMAGE_TASKS:
+    """Why the case cannot be served, or ``None``."""
+    if case.task in IMAGE_TASKS or case.task in VIDEO_TASKS:
         return None
+    served = ", ".join(sorted(IMAGE_TASKS | VIDEO_TASKS))
     return (
-        f"serve mode sends image requests (POST /v1/images/generations); "
+        f"serve mode sends image and video generation requests ({served}); "
         f"task {case.task!r} is not supported in serve mode yet"
     )
 
@@ -164,7 +156,7 @@ class _Session:
         not_ready = self._wait_ready()
         if not_ready is not None:
             return not_ready
-        body = image_request_body(self.case)
+        body = request_body(self.case)
         latencies: list[float] = []
         warmups = max(self.settings.warmup_requests, 0)
         for index in range(warmups + self.case.requests):
@@ -180,9 +172,9 @@ class _Session:
                 return self._timed_out(latencies, f"before {label}")
             try:
                 latency_ms = self._request(body, remaining)
-            except httpx.TimeoutException:
+            except (httpx.TimeoutException, DeadlinePassed):
                 return self._timed_out(latencies, f"waiting for {label}")
-            except (_RequestFailed, httpx.HTTPError) as error:
+            except (RequestFailed, httpx.HTTPError) as error:
                 code = self.server.wait(0.5)  # a refused connection often means the server died
                 if code is not None:
                     reason = f"server {describe_exit(code) or 'exited with code 0'} during {label}"
@@ -220,44 +212,19 @@ class _Session:
         return ServedOutcome(failure=CANCELLED)
 
     def _request(self, body: Mapping[str, Any], remaining_s: float) -> float:
-        """Send one generation request; its latency in ms, or :class:`_RequestFailed`."""
-        started = time.perf_counter()
-        answer = self.client.post(self.settings.generate_path, json=dict(body), timeout=remaining_s)
-        latency_ms = (time.perf_counter() - started) * 1000.0
-        if answer.status_code != 200:
-            raise _RequestFailed(f"HTTP {answer.status_code}: {_detail(answer)}")
-        try:
-            payload = answer.json()
-        except ValueError as error:
-            raise _RequestFailed(f"answer is not JSON: {_shorten(answer.text, 200)}") from error
-        if not isinstance(payload, dict) or payload.get("error"):
-            raise _RequestFailed(f"server answered an error: {_detail(answer)}")
-        if not payload.get("data"):
-            raise _RequestFailed("answer holds no image")
-        return round(latency_ms, 3)
+        """Send one generation request; its latency in ms, or :class:`RequestFailed`."""
+        if is_video(self.case):
+            video = VideoRequest(
+                self.client,
+                self.settings,
+                deadline=self.deadline,
+                exited=self.server.poll,
+                cancel=self.cancel,
+            )
+            return video.measure(body)
+        return time_image_request(self.client, self.settings, body, remaining_s)
 
     def _timed_out(self, latencies: list[float], where: str) -> ServedOutcome:
         return ServedOutcome(
             tuple(latencies), f"timed out after {self.timeout_s:g} s ({where})", timed_out=True
         )
-
-
-def _detail(answer: httpx.Response) -> str:
-    """The error text of an answer: FastAPI's ``detail``, an OpenAI-style ``error``, else the body."""
-    try:
-        payload = answer.json()
-    except ValueError:
-        return _shorten(answer.text, 300) or "(empty body)"
-    if isinstance(payload, dict):
-        for key in ("detail", "error", "message"):
-            value = payload.get(key)
-            if isinstance(value, dict):
-                value = value.get("message", value)
-            if value:
-                return _shorten(str(value), 300)
-    return _shorten(answer.text, 300)
-
-
-def _shorten(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -29,7 +29,15 @@ from runners.workloads.compile_log import CompileEventCounter, compile_counters
 from runners.workloads.conditions import CpuSampler
 from runners.workloads.environment import EnvironmentProbe, interpreter_for
 from runners.workloads.process import SUBPROCESS_LAUNCH, LogCapture, run_process
-from runners.workloads.serve import ServeSettings, free_port, image_request_body, run_served, unsupported_task
+from runners.workloads.serve import (
+    ServeSettings,
+    free_port,
+    is_video,
+    request_body,
+    request_path,
+    run_served,
+    unsupported_task,
+)
 
 __all__ = ["PERF_DUMP_NAME", "SglangWorkload", "build_generate_command", "build_serve_command"]
 
@@ -128,10 +136,11 @@ class SglangWorkload:
         if self.probe is not None:
             environment["launch"] = dict(SUBPROCESS_LAUNCH)  # a server always starts fresh
         requests = f"{self.serve.warmup_requests} warmup + {case.requests} timed"
-        body = json.dumps(image_request_body(case), ensure_ascii=False)
+        body = json.dumps(request_body(case), ensure_ascii=False)
+        polled = ", each polled until completed and its content downloaded" if is_video(case) else ""
         return WorkloadResult(
             command=f"{render_command(argv, setup.env, self._shown_env())}  # then {requests} x "
-            f"POST {self.serve.generate_path} {body}",
+            f"POST {request_path(case, self.serve)} {body}{polled}",
             log_text=setup.capture.text(),
             exit_code=outcome.exit_code,
             timed_out=outcome.timed_out,

@@ -6,7 +6,14 @@ Usage: ``fake_sglang.py generate|serve [sglang flags...]``. Behaviour is chosen 
 ``FAKE_SGLANG_SCENARIO``
     generate: ``ok`` (default), ``crash``, ``hang``, ``no_timing``, ``flood``, ``oom_kill``,
     ``graph_breaks``, ``dynamo_counters``.
-    serve: ``ok`` (default), ``exit_early``, ``never_ready``, ``request_error``, ``request_hang``.
+    serve: ``ok`` (default), ``exit_early``, ``never_ready``, ``request_error`` (the server's third
+    request, image or video, is refused with HTTP 500), ``request_hang``; for videos also
+    ``video_failed`` (the third job ends ``failed``), ``video_never_completes`` (every job after the
+    client's warmup stays ``in_progress``), ``video_no_content`` / ``video_empty_content`` (after the
+    warmup, ``/content`` answers 404 / no bytes), ``video_server_dies`` (the server exits while the
+    first job after the warmup is polled).
+``FAKE_SGLANG_VIDEO_S``
+    how long a video job takes (default 0.2): ``queued`` for its first third, then ``in_progress``.
 ``FAKE_SGLANG_ECHO``
     a file that receives ``{"argv": [...], "env": {...}}`` (SGLANG_GIT_COMMIT, CUDA_VISIBLE_DEVICES,
     TORCH_LOGS, PYTHONUNBUFFERED, PYTHONPATH) and, while it runs, ``"pids"``: its own pid and its
@@ -34,7 +41,7 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "sglang"
 OK_LOG = "qwen_image_669a9bd.log"
@@ -288,10 +295,24 @@ def served_log(averages: list[float], steps: int = 50) -> str:
     )
 
 
+OOM = "CUDA out of memory. Tried to allocate 20.00 GiB"
+
+
+def video_status(job: dict[str, Any], scenario: str) -> str:
+    """A job's status now: queued, in_progress, then completed or failed once its time is up."""
+    elapsed = time.monotonic() - job["created"]
+    if elapsed < job["takes_s"] / 3:
+        return "queued"
+    if elapsed < job["takes_s"] or (scenario == "video_never_completes" and job["number"] >= 1):
+        return "in_progress"
+    return "failed" if scenario == "video_failed" and job["number"] == 2 else "completed"
+
+
 class _Handler(BaseHTTPRequestHandler):
     scenario = "ok"
     served = 0
     lock = threading.Lock()
+    jobs: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         # uvicorn's access line shape, so the server log looks like sglang's
@@ -304,26 +325,57 @@ class _Handler(BaseHTTPRequestHandler):
         print(f"ERROR:    {format % args}", flush=True)
 
     def _answer(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
+        self._answer_bytes(status, json.dumps(body).encode(), "application/json")
+
+    def _answer_bytes(self, status: int, data: bytes, content_type: str) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
     def do_GET(self) -> None:
+        parts = self.path.strip("/").split("/")
         if self.path == "/health":
             if self.scenario == "never_ready":
                 self._answer(503, {"detail": "loading"})
             else:
                 self._answer(200, {"status": "ok"})
+        elif parts[:2] == ["v1", "videos"] and len(parts) in (3, 4) and parts[2] in self.jobs:
+            job = self.jobs[parts[2]]
+            if len(parts) == 3:
+                self._video_job(job)
+            else:
+                self._video_content(job)
+        elif parts[:2] == ["v1", "videos"]:
+            self._answer(404, {"detail": "Video not found"})
         else:
             self._answer(404, {"detail": "Not Found"})
+
+    def _video_job(self, job: dict[str, Any]) -> None:
+        status = video_status(job, self.scenario)
+        if self.scenario == "video_server_dies" and job["number"] >= 1 and status == "in_progress":
+            print("Fatal Python error: Segmentation fault", flush=True)
+            os._exit(1)
+        answer = {"id": job["id"], "object": "video", "status": status, "size": job["size"], "error": None}
+        if status == "failed":
+            answer["error"] = {"message": OOM}
+        self._answer(200, answer)
+
+    def _video_content(self, job: dict[str, Any]) -> None:
+        if video_status(job, self.scenario) != "completed" or (
+            self.scenario == "video_no_content" and job["number"] >= 1
+        ):
+            self._answer(404, {"detail": "Generation is still in-progress"})  # sglang: no file yet
+        elif self.scenario == "video_empty_content" and job["number"] >= 1:
+            self._answer_bytes(200, b"", "video/mp4")
+        else:
+            self._answer_bytes(200, b"\x00\x00\x00\x18ftypmp42 fake video", "video/mp4")
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
-        if self.path != "/v1/images/generations":
+        if self.path not in ("/v1/images/generations", "/v1/videos"):
             self._answer(404, {"detail": "Not Found"})
             return
         with _Handler.lock:
@@ -333,16 +385,38 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(600)
         if self.scenario == "request_error" and number == 2:
             say(
-                "[DenoisingStage] started...\n[DenoisingStage] Error during execution after 812.4410 ms: "
-                "CUDA out of memory. Tried to allocate 20.00 GiB"
+                f"[DenoisingStage] started...\n[DenoisingStage] Error during execution after 812.4410 ms: {OOM}"
             )
-            self._answer(500, {"detail": "CUDA out of memory. Tried to allocate 20.00 GiB"})
+            self._answer(500, {"detail": OOM})
             return
         steps = int(body.get("num_inference_steps") or 50)
+        if self.path == "/v1/videos":
+            self._create_video(number, body, steps)
+            return
         say(request_log(SERVED_BASE_S + number * SERVED_DELTA_S, steps))
         time.sleep(0.02)
         image = base64.b64encode(b"\x89PNG fake").decode()
         self._answer(200, {"id": f"req-{number}", "created": int(time.time()), "data": [{"b64_json": image}]})
+
+    def _create_video(self, number: int, body: dict[str, Any], steps: int) -> None:
+        """Answer at once with a queued job, as sglang's create_video does; the job "runs" meanwhile."""
+        job: dict[str, Any] = {
+            "id": f"video-{number}",
+            "number": number,
+            "created": time.monotonic(),
+            "takes_s": float(os.environ.get("FAKE_SGLANG_VIDEO_S", "0.2")),
+            "size": str(body.get("size", "")),
+        }
+        _Handler.jobs[job["id"]] = job
+        if self.scenario == "video_failed" and number == 2:
+            say(
+                f"[DenoisingStage] started...\n[DenoisingStage] Error during execution after 812.4410 ms: {OOM}"
+            )
+        elif self.scenario in ("video_never_completes", "video_server_dies") and number >= 1:
+            say("[DenoisingStage] started...")
+        else:
+            say(request_log(SERVED_BASE_S + number * SERVED_DELTA_S, steps))
+        self._answer(200, {"id": job["id"], "object": "video", "status": "queued", "size": job["size"]})
 
 
 def serve(argv: list[str], scenario: str) -> int:

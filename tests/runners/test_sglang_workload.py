@@ -26,7 +26,8 @@ from runners.workloads.compile_log import CompileEventCounter, compile_counters,
 from runners.workloads.environment import NO_NVIDIA_SMI, EnvironmentProbe, interpreter_for
 from runners.workloads.process import CANCELLED, LogCapture, describe_exit
 from runners.workloads.registry import default_workloads
-from runners.workloads.serve import ServeSettings, image_request_body
+from runners.workloads.serve import ServeSettings
+from runners.workloads.serve_api import image_request_body
 from runners.workloads.sglang import SglangWorkload, build_generate_command, build_serve_command
 from tests.fakes import fake_sglang
 from tests.waiting import wait_until
@@ -529,10 +530,10 @@ def test_serve_request_hang_times_out_and_stops_the_server(harness: Harness) -> 
     assert all(gone(pid) for pid in harness.echo["pids"])
 
 
-def test_serve_refuses_video_tasks_without_starting_anything(harness: Harness) -> None:
-    result = harness.run("ok", small_case("serve", task="t2v"))
+def test_serve_refuses_image_edits_without_starting_anything(harness: Harness) -> None:
+    result = harness.run("ok", small_case("serve", task="i2i"))
     assert result.failure is not None
-    assert "task 't2v' is not supported in serve mode" in result.failure
+    assert "task 'i2i' is not supported in serve mode" in result.failure
     assert not harness.echo_path.exists()
 
 
