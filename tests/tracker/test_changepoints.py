@@ -226,3 +226,19 @@ def test_compile_counters_that_moved_make_a_smaller_newest_shift_a_suspect() -> 
     assert [(change.index, change.established, change.kind) for change in example.changes] == [
         (19, False, "suspect")
     ]
+
+
+def test_a_noisy_calibration_does_not_hide_a_commit_whose_compile_counters_moved() -> None:
+    # The demo's offload case on a noisy host: three A/A rounds in a bad hour gave 43 % noise, whose
+    # floor (75 %) hid incident 2 (+6 % on the night its graph breaks went 3 -> 6).
+    commits = [[1.90], [2.10], [4.36], [4.07], [4.41], [2.89], [2.89], [3.07]]
+    noisy = {"prior_noise_pct": 43.28, "prior_noise_dof": 2, "known_breaks": {2}}
+    floor = noise_threshold_pct(43.28, DetectorConfig())
+    plain = detect_changes(commits, threshold_pct=2.0, noise_floor_from_calibration_pct=floor, **noisy)
+    assert plain.changes == ()
+    caused = detect_changes(
+        commits, threshold_pct=2.0, noise_floor_from_calibration_pct=floor, causes={7}, **noisy
+    )
+    [suspect] = caused.changes
+    assert (suspect.index, suspect.kind, suspect.established) == (7, "suspect", False)
+    assert caused.threshold_pct == plain.threshold_pct  # established changes still meet the floor

@@ -240,7 +240,13 @@ def _detect_with_noise(
 ) -> _Found:
     threshold = max([*floors, noise_threshold_pct(noise.cv_pct, config)])
     changes, outliers = _with_noise(
-        runs, noise.sigma, threshold, config, suspect_threshold=max(floors), causes=causes
+        runs,
+        noise.sigma,
+        threshold,
+        config,
+        suspect_threshold=max(floors),
+        causes=causes,
+        cause_threshold=floors[0],
     )
     return changes, outliers, threshold
 
@@ -286,6 +292,7 @@ def _with_noise(
     *,
     suspect_threshold: float,
     causes: frozenset[int] = frozenset(),
+    cause_threshold: float | None = None,
 ) -> tuple[tuple[Change, ...], tuple[int, ...]]:
     series = SeriesLevels(
         levels=np.log(np.array([statistics.median(values) for values in runs])),
@@ -295,6 +302,7 @@ def _with_noise(
         config=config,
         model_threshold=math.log1p(suspect_threshold / 100.0),
         causes=causes,
+        cause_threshold=None if cause_threshold is None else math.log1p(cause_threshold / 100.0),
     )
     levels, window = series.levels, config.window
     splits = sorted(segment_levels(series), key=lambda split: split.index)

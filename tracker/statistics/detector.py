@@ -129,17 +129,19 @@ class SeriesLevels:
     config: DetectorConfig
     model_threshold: float | None = None  # the model's own threshold (ln), when the noise raised it
     causes: frozenset[int] = frozenset()  # commits whose compile counters differ from the one before
+    cause_threshold: float | None = None  # the model's threshold alone (ln), for those commits
 
-    def for_suspects(self) -> SeriesLevels:
+    def for_suspects(self, *, caused: bool = False) -> SeriesLevels:
         """The series judged against the model's threshold, for suspects that paired rounds settle.
 
         A suspect's shift must reach that threshold itself (no margin for its error): paired rounds
         confirm only a bound beyond the threshold, so a newest run short of it would cost rounds
-        for a change they could almost never confirm.
+        for a change they could almost never confirm. ``caused``: the commit's compile counters
+        moved, and the model's threshold applies even where an A/A calibration raised the floor
+        (a calibration of a few rounds in a noisy hour must not hide a mechanism that moved).
         """
-        threshold = (
-            self.threshold if self.model_threshold is None else min(self.threshold, self.model_threshold)
-        )
+        model = self.cause_threshold if caused and self.cause_threshold is not None else self.model_threshold
+        threshold = self.threshold if model is None else min(self.threshold, model)
         return replace(self, threshold=threshold, config=replace(self.config, threshold_margin_z=0.0))
 
     def reaches(self, shift: float, error: float, *, capped: bool = True) -> bool:

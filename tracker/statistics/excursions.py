@@ -242,8 +242,8 @@ def tail_suspect(series: SeriesLevels, changes: list[Change], outliers: set[int]
     gated at ``cause_suspect_z`` instead: its shift must still reach the model's threshold.
     """
     levels, runs, config = series.levels, series.runs, series.config
-    gate = series.for_suspects()
     last = len(levels) - 1
+    gate = series.for_suspects(caused=last in series.causes)
     if last < 1 or any(change.index >= last for change in changes):
         return None
     start = max([0, last - config.window, *(change.index for change in changes)])
