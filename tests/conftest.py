@@ -110,6 +110,14 @@ def runner_token(session: Session) -> str:
 
 
 @pytest.fixture
+def import_token(session: Session) -> str:
+    """A runner-role token bound to no runner: what imports (``POST /api/v1/results``) take."""
+    issued = create_token(session=session, name="test-importer", role=TokenRole.RUNNER)
+    session.commit()
+    return issued.secret
+
+
+@pytest.fixture
 def admin_token(session: Session) -> str:
     issued = create_token(session=session, name="test-admin", role=TokenRole.ADMIN)
     session.commit()

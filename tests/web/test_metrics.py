@@ -110,7 +110,9 @@ def test_sweep_is_timed(client: TestClient, admin_token: str) -> None:
     assert value(after, count, scope="sweep") == value(before, count, scope="sweep") + 1
 
 
-def test_failed_run_counted_by_reason(client: TestClient, admin_token: str, runner_token: str) -> None:
+def test_failed_run_counted_by_reason(
+    client: TestClient, admin_token: str, runner_token: str, import_token: str
+) -> None:
     job_id = enqueue(client, admin_token, "#7")
     assert claim(client, runner_token) == job_id
     before = scrape(client)
@@ -124,7 +126,7 @@ def test_failed_run_counted_by_reason(client: TestClient, admin_token: str, runn
     odd.pop("denoise_step_mean_ms")
     odd.pop("denoise_stage_ms")
     odd.pop("stages")
-    assert client.post("/api/v1/results", json=odd, headers=auth(runner_token)).status_code == 201
+    assert client.post("/api/v1/results", json=odd, headers=auth(import_token)).status_code == 201
     after = scrape(client)
     assert value(after, "perftrack_runs_failed_total", reason="timeout") == 1
     assert value(after, "perftrack_runs_failed_total", reason="other") == (
