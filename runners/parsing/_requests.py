@@ -230,8 +230,10 @@ class _Scanner:
             # Only bars inside a denoising stage count: other stages (VAE tiling) draw bars too.
             current.progress = progress
             current.progress_totals.add(progress.total)
-        elif current.denoise_reported and _continues(current.progress, progress):
-            current.progress = progress  # the loop's last bar, flushed after its summary line
+        elif current.denoise_reported and _late(current, progress):
+            # This loop's bar, flushed after its summary lines (stderr piped behind stdout).
+            current.progress = progress
+            current.progress_totals.add(progress.total)
         elif current.denoise_reported or current.open_stage is None:
             self.orphan = progress
 
@@ -330,9 +332,14 @@ class _Scanner:
         )
 
 
-def _continues(shown: Progress | None, bar: Progress) -> bool:
-    """Whether ``bar`` goes on from the bar last shown (same loop, not yet at its end, not behind)."""
-    return shown is not None and shown.n < shown.total and bar.total == shown.total and bar.n >= shown.n
+def _late(request: Request, bar: Progress) -> bool:
+    """Whether a bar after the request's denoising summary is still its own: it goes on from the
+    bar last shown (same total, not behind, that one not at its end), or the request showed none
+    though its loop's "started" line is there (so the bar cannot be an excerpt's next run)."""
+    shown = request.progress
+    if shown is None:
+        return request.denoise_stage is not None and request.denoise_stage in request.started
+    return shown.n < shown.total and bar.total == shown.total and bar.n >= shown.n
 
 
 def scan(text: str) -> ScannedLog:

@@ -209,3 +209,16 @@ def test_parse_log_exit_status_tells_a_failed_run_from_a_log_it_cannot_read(tmp_
     assert listed[1]["note"] == "stored: the last complete measured request"
     help_text = invoke("parse-log", "--help")[1]
     assert "3 it parsed, and the run failed" in " ".join(help_text.split())
+
+
+def test_a_bar_flushed_after_its_summary_lines_is_still_its_own() -> None:
+    # stderr (tqdm) piped behind stdout: the loop's bar lands after its average and finished lines.
+    text = (
+        f"{TS}[DenoisingStage] started...\n"
+        f"{TS}[DenoisingStage] average time per step: 0.5000 seconds\n"
+        f"{TS}[DenoisingStage] finished in 14.0000 seconds\n"
+        "100%|██████████| 28/28 [00:14<00:00,  2.00it/s]\n"
+    )
+    run = parse_sglang_log(text)
+    assert run.denoise_step_count == 28
+    assert run.requests_seen == 1
