@@ -192,6 +192,42 @@ def test_equal_a_a_is_never_a_regression_and_stores_a_calibration(session: Sessi
     assert list_calibrations(session=session, case=CASE, hardware="GB300") == []
 
 
+def test_an_interfered_calibration_round_is_set_aside_and_the_rounds_doubled(session: Session) -> None:
+    """The demo's offload case on a noisy host: three A/A rounds, one run a neighbour slowed by a
+    quarter, gave 43 % noise and a 75 % detection floor. The round is set aside, more rounds run."""
+    comparison = create_calibration(
+        session=session, candidate=candidate(session, "aaaaaaa"), cases=[CASE], rounds=3
+    )
+    assert comparison.max_rounds == 8
+    quiet = planted(0.0, noise_pct=0.5)
+
+    def one_slow_run(job: Job) -> Outcome:
+        slowed = job.comparison_round == 3 and job.arm is Arm.HEAD
+        return float(quiet(job)) * (1.25 if slowed else 1.0)
+
+    drive(session, one_slow_run)
+    assert comparison.state is ComparisonState.DONE
+    (result,) = comparison.results
+    assert result.rounds_done == 6  # 3, then doubled once: round 3 was interfered with
+    assert "round 3 stood apart" in result.note
+    calibration = latest_calibration(
+        session=session,
+        case=get_current_case(session=session, slug=CASE),
+        hardware=get_hardware_kind(session=session, name="H200"),
+    )
+    assert calibration is not None
+    assert calibration.rounds == 5
+    assert calibration.round_noise_pct < 1.5
+
+
+def test_a_quiet_calibration_runs_its_rounds_only(session: Session) -> None:
+    comparison = create_calibration(
+        session=session, candidate=candidate(session, "aaaaaaa"), cases=[CASE], rounds=3
+    )
+    drive(session, planted(0.0, noise_pct=0.5))
+    assert comparison.results[0].rounds_done == 3
+
+
 def test_a_a_with_two_rounds_is_not_a_regression(session: Session) -> None:
     comparison = compare(session, aa=True, rounds=2, max_rounds=2)
     drive(session, planted(0.0))

@@ -199,7 +199,7 @@ def test_calibration_cycle(client: TestClient, admin_token: str, runner_token: s
     assert created.status_code == 201, created.text
     comparison = created.json()
     assert comparison["base"] == comparison["head"]
-    assert comparison["max_rounds"] == 2
+    assert comparison["max_rounds"] == 8  # only if a round is interfered with
     assert client.get("/api/v1/calibrations").json() == []
     drive(client, runner_token, comparison, {"base": 263.7, "head": 263.7})
     (calibration,) = client.get(f"/api/v1/calibrations?case={CASE}&hardware=H200").json()

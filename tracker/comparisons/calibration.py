@@ -25,12 +25,15 @@ from tracker.models import (
 from tracker.series.state import latest_calibration, load_series_runs
 from tracker.statistics.ab import NoisePrior, RoundValues, calibrate_aa
 from tracker.statistics.noise import run_to_run_noise
+from tracker.statistics.paired_rounds import set_aside_interfered
 
 # A long history should not drown the comparison's own rounds: the prior counts as at most this
 # many degrees of freedom.
 MAX_PRIOR_DOF = 20
 # Comparison sizes an A/A calibration reports (besides its own round count).
 CALIBRATION_ROUND_COUNTS = (2, 4, 8)
+# An A/A calibration with an interfered round doubles its rounds up to this many.
+CALIBRATION_MAX_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -98,8 +101,14 @@ def store_calibration(
     if len(rounds) < 2:
         return ()
     threshold = case.threshold_for(hardware.name)
+    # Interference only slows a run: a round holding one far above its arm's level says nothing
+    # about the setup's noise (the paired rounds' rule, tracker.statistics.paired_rounds).
+    interfered = set_aside_interfered(rounds, noise_pct=None)
+    kept = [position for position in range(len(rounds)) if position not in interfered.aside]
     measured = calibrate_aa(
-        rounds, threshold_pct=threshold, round_counts=sorted({*CALIBRATION_ROUND_COUNTS, len(rounds)})
+        interfered.kept,
+        threshold_pct=threshold,
+        round_counts=sorted({*CALIBRATION_ROUND_COUNTS, len(interfered.kept)}),
     )
     calibration = Calibration(
         case_id=case.id,
@@ -113,7 +122,14 @@ def store_calibration(
     )
     session.add(calibration)
     session.flush()
-    return measured.outlier_rounds
+    apart = {position + 1 for position in interfered.aside}
+    apart.update(kept[number - 1] + 1 for number in measured.outlier_rounds)
+    return tuple(sorted(apart))
+
+
+def calibration_interfered(rounds: Sequence[RoundValues]) -> tuple[int, ...]:
+    """The rounds (1-based) of an A/A comparison that a neighbour slowed: more rounds are due."""
+    return tuple(position + 1 for position in set_aside_interfered(rounds, noise_pct=None).aside)
 
 
 def list_calibrations(

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.comparisons.calibration import judged_against
+from tracker.comparisons.calibration import CALIBRATION_MAX_ROUNDS, judged_against
 from tracker.errors import InvalidInput
 from tracker.models import (
     Alert,
@@ -168,7 +168,9 @@ def create_calibration(
         cases=cases,
         hardware=hardware,
         rounds=rounds,
-        max_rounds=rounds,  # more rounds would not make an A/A more informative about the setup
+        # An interfered round (a neighbour slowed a run) is set aside, and the rounds doubled so
+        # that what is left still measures the setup (tracker.comparisons.progress).
+        max_rounds=max(rounds, CALIBRATION_MAX_ROUNDS),
         requests_per_round=requests_per_round,
         requested_by=requested_by,
         command=command,

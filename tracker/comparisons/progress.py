@@ -17,7 +17,7 @@ import datetime as dt
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.comparisons.calibration import store_calibration
+from tracker.comparisons.calibration import calibration_interfered, store_calibration
 from tracker.comparisons.creation import enqueue_round
 from tracker.comparisons.summary import RoundView, rounds_of
 from tracker.comparisons.verdicts import failed_arms, judge_result, paired_decision, with_failures
@@ -142,13 +142,30 @@ def _refresh(
     stats = judge_result(session=session, result=result, rounds=rounds, now=now)
     scheduled = len(rounds)
     failures = failed_arms(rounds)
+    interfered = _calibration_interfered(comparison, rounds)
     if not all(view.ended for view in rounds):
         result.verdict = Verdict.PENDING
         result.note = with_failures(f"running: {result.rounds_done} of {scheduled} rounds done", failures)
     elif stats is None:
         result.verdict = Verdict.INCONCLUSIVE
         result.note = f"all {scheduled} rounds failed: {failures}"
-    elif stats.verdict is Verdict.INCONCLUSIVE and scheduled < comparison.max_rounds:
+    elif interfered and scheduled < comparison.max_rounds:
+        target = min(2 * scheduled, comparison.max_rounds)
+        _schedule_rounds(
+            session=session, comparison=comparison, result=result, scheduled=scheduled, target=target
+        )
+        result.verdict = Verdict.PENDING
+        listing = ", ".join(str(number) for number in interfered)
+        result.note = with_failures(
+            f"round {listing} of {scheduled} interfered with (a run far slower than its arm's other "
+            f"runs); running rounds {scheduled + 1}–{target}",
+            failures,
+        )
+    elif (
+        stats.verdict is Verdict.INCONCLUSIVE
+        and scheduled < comparison.max_rounds
+        and comparison.kind is not ComparisonKind.CALIBRATION  # more rounds only for interference
+    ):
         target = min(2 * scheduled, comparison.max_rounds)
         _schedule_rounds(
             session=session, comparison=comparison, result=result, scheduled=scheduled, target=target
@@ -166,6 +183,16 @@ def _refresh(
     else:
         result.verdict = stats.verdict
         result.note = with_failures(stats.reason, failures)
+
+
+def _calibration_interfered(comparison: Comparison, rounds: list[RoundView]) -> tuple[int, ...]:
+    """An A/A calibration's rounds a neighbour slowed, while too few clean ones are left of the
+    rounds asked for (nothing for other comparisons)."""
+    if comparison.kind is not ComparisonKind.CALIBRATION:
+        return ()
+    usable = [view.values() for view in rounds if view.usable]
+    interfered = calibration_interfered(usable)
+    return interfered if len(usable) - len(interfered) < comparison.rounds else ()
 
 
 def _schedule_rounds(
