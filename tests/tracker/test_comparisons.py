@@ -220,6 +220,28 @@ def test_an_interfered_calibration_round_is_set_aside_and_the_rounds_doubled(ses
     assert calibration.round_noise_pct < 1.5
 
 
+def test_a_calibration_left_with_two_rounds_keeps_them_both(session: Session) -> None:
+    """At its cap with one of two rounds interfered with, nothing would be left to measure."""
+    comparison = create_calibration(
+        session=session, candidate=candidate(session, "aaaaaaa"), cases=[CASE], rounds=2
+    )
+    comparison.max_rounds = 2
+    session.flush()
+
+    def slow_second_round(job: Job) -> Outcome:
+        return 30.0 * (1.3 if job.comparison_round == 2 and job.arm is Arm.HEAD else 1.0)
+
+    drive(session, slow_second_round)
+    calibration = latest_calibration(
+        session=session,
+        case=get_current_case(session=session, slug=CASE),
+        hardware=get_hardware_kind(session=session, name="H200"),
+    )
+    assert calibration is not None
+    assert calibration.rounds == 2
+    assert calibration.round_noise_pct > 10.0  # the noisy truth, not a crash
+
+
 def test_a_quiet_calibration_runs_its_rounds_only(session: Session) -> None:
     comparison = create_calibration(
         session=session, candidate=candidate(session, "aaaaaaa"), cases=[CASE], rounds=3

@@ -10,7 +10,7 @@ luck, not measurement.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
@@ -104,6 +104,8 @@ def store_calibration(
     # Interference only slows a run: a round holding one far above its arm's level says nothing
     # about the setup's noise (the paired rounds' rule, tracker.statistics.paired_rounds).
     interfered = set_aside_interfered(rounds, noise_pct=None)
+    if len(interfered.kept) < 2:  # too few rounds left to measure anything: keep them all
+        interfered = replace(interfered, kept=tuple(rounds), aside=())
     kept = [position for position in range(len(rounds)) if position not in interfered.aside]
     measured = calibrate_aa(
         interfered.kept,
