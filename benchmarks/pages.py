@@ -23,7 +23,8 @@ from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.ingest.results import IngestLimits, ingest_job_result, ingest_result
 from tracker.models import JobReason
-from tracker.queue.jobs import claim_job, enqueue_job
+from tracker.queue.claims import claim_job
+from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
 from tracker.settings import Settings
 from tracker.vcs.commits import ensure_candidate, upsert_commit

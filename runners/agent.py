@@ -15,6 +15,7 @@ import platform
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from pydantic import ValidationError
 
 from runners.candidates import BuiltCandidate, CandidateBuilder, CandidateBuildError
 from runners.client import LeaseLost, TrackerClient, TrackerError, TrackerUnavailable
+from runners.drain import drain_spool
 from runners.gitmeta import commit_info
 from runners.jobspec import JobSpec
 from runners.parsing import ParsedRun, ParseError, RunStatus, parse_run
@@ -49,6 +51,10 @@ class AgentConfig:
     workdir: Path
     labels: dict[str, str] = field(default_factory=dict)
     poll_interval_s: float = 10.0
+    # An idle claim waits this long on the tracker for a job (long-poll; 0: ask, then sleep the
+    # poll interval). The wait counts towards the poll interval, so an older tracker that answers at
+    # once is still asked only every poll interval.
+    claim_wait_s: float = 0.0
     max_log_bytes: int = 8 * 1024 * 1024
     # CPU runners: before a benchmark starts, wait up to this long for other processes to leave
     # the CPUs (0: start at once; GPU hosts share their CPUs between runners by design).
@@ -161,16 +167,20 @@ class Agent:
             return 0
         while not self._stop.is_set():
             self.flush_spool()
+            asked = time.monotonic()
             try:
-                job = self.client.claim(self.config.name)
+                job = self.client.claim(self.config.name, wait_s=0.0 if once else self.config.claim_wait_s)
             except TrackerUnavailable as error:
                 logger.warning("tracker unavailable: %s", error)
                 job = None
             if job is None:
                 if once or (idle_exit is not None and idle_exit()):
                     break
-                self._stop.wait(self.config.poll_interval_s)
+                self._stop.wait(max(0.0, self.config.poll_interval_s - (time.monotonic() - asked)))
                 continue
+            if self._stop.is_set():  # stopped while the claim waited: hand the job straight back
+                self._release(job, "runner stopped (SIGTERM) before the benchmark started")
+                break
             self.run_job(job)
         self.flush_spool()
         return 0 if not self.spool.pending() else 1
@@ -325,27 +335,8 @@ class Agent:
         self.flush_spool()
 
     def flush_spool(self) -> None:
-        """Upload what waits in the spool; keep what the tracker cannot take yet."""
-        for item in self.spool.pending():
-            try:
-                self.client.upload(runner=item.runner, job_id=item.job_id, payload=item.payload)
-            except TrackerUnavailable as error:
-                logger.warning("upload of job %s deferred: %s", item.job_id, error)
-                return
-            except LeaseLost as error:
-                self.spool.reject(item, f"tracker refused the attempt: {error.detail}")
-                continue
-            except TrackerError as error:
-                if error.status in (401, 403):
-                    # A revoked or rotated token: the result stays spooled until the runner is
-                    # restarted with a valid one (the attempt decides then whether it still counts).
-                    logger.error(
-                        "upload of job %s refused for this token (%s); kept in the spool", item.job_id, error
-                    )
-                    return
-                self.spool.reject(item, f"tracker refused the upload: {error}")
-                continue
-            self.spool.done(item)
+        """Upload what waits in the spool, in batches; keep what the tracker cannot take yet."""
+        drain_spool(self.spool, self.client)
 
     def _release(self, job: JobSpec, reason: str) -> None:
         try:

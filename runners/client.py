@@ -9,7 +9,7 @@ classes of :mod:`wire`; one that does not fit them is an :class:`InvalidMessage`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -24,7 +24,7 @@ from tenacity import (
 )
 
 from runners.jobspec import JobSpec
-from wire import AttemptIn, RunnerIn, validation_message
+from wire import AttemptIn, BatchOut, RunnerIn, validation_message
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -99,9 +99,22 @@ class TrackerClient:
         )
         return self._json(self._request("POST", "/runners", json=body))
 
-    def claim(self, runner: str) -> JobSpec | None:
-        """Lease the next job, or ``None`` when the queue has nothing for this runner."""
-        response = self._request("POST", f"/runners/{runner}/claim")
+    def claim(self, runner: str, *, wait_s: float = 0.0) -> JobSpec | None:
+        """Lease the next job, or ``None`` when the queue has nothing for this runner.
+
+        ``wait_s``: let the tracker hold the claim up to this long until a job is queued (long-poll).
+        """
+        options: dict[str, Any] = {}
+        if wait_s > 0:
+            options["params"] = {"wait": f"{wait_s:g}"}
+            timeout = self._http.timeout
+            options["timeout"] = httpx.Timeout(
+                connect=timeout.connect,
+                read=(timeout.read or 0.0) + wait_s,
+                write=timeout.write,
+                pool=timeout.pool,
+            )
+        response = self._request("POST", f"/runners/{runner}/claim", **options)
         if response.status_code == 204:
             return None
         try:
@@ -131,6 +144,22 @@ class TrackerClient:
         return self._json(
             self._request("POST", f"/jobs/{job_id}/result", params={"runner": runner}, json=payload)
         )
+
+    def upload_batch(self, *, runner: str, uploads: Sequence[tuple[int, dict[str, Any]]]) -> BatchOut:
+        """Upload several attempts' results (``(job_id, payload)``) in one request; the tracker's
+        answer for each, in the order sent (a refused one says why, a repeat is a duplicate)."""
+        body = {"results": [{"job_id": job_id, "result": payload} for job_id, payload in uploads]}
+        response = self._request("POST", "/jobs/results", params={"runner": runner}, json=body)
+        try:
+            answer = BatchOut.model_validate(response.json())
+        except ValueError as error:  # not JSON, or (a ValidationError) JSON that is no batch answer
+            problem = validation_message(error) if isinstance(error, ValidationError) else str(error)
+            raise InvalidMessage(
+                response.status_code, f"the batch answer is no batch outcome: {problem}"
+            ) from error
+        if [line.index for line in answer.items] != list(range(len(uploads))):
+            raise InvalidMessage(response.status_code, "the batch answer does not list every upload in order")
+        return answer
 
     def release(self, *, runner: str, job_id: int, attempt: int, reason: str) -> None:
         """Hand the job back to the queue."""

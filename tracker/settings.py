@@ -129,11 +129,14 @@ class Settings(BaseSettings):
     # Scheduler: run the nightly schedules and periodic sweeps in this process (one leader among
     # all processes), how often the sweeps run, and how often each series gets an A/A calibration.
     scheduler_enabled: bool = False
+    # A server that runs no scheduler expires leases and evaluates the series uploads marked itself,
+    # every 5 s (tracker/scheduling/housekeeping.py); false leaves both to a `perftrack scheduler`.
+    housekeeping: bool = True
     sweep_interval_s: int = Field(default=60, ge=5)
     # Detection after an upload: inline (the alert exists when the upload returns) or deferred (the
     # upload marks its series; the leading scheduler evaluates marked series every few seconds).
-    # Deferred keeps uploads fast at scale and needs a scheduler running (scheduler_enabled or
-    # `perftrack scheduler`).
+    # Deferred keeps uploads fast at scale and needs a scheduler running (scheduler_enabled,
+    # `perftrack scheduler`, or a server's housekeeping).
     detection_deferred: bool = False
     calibration_interval_days: int = Field(default=0, ge=0, description="0: no scheduled calibrations")
 

@@ -18,8 +18,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from tracker import db
 from tracker.bootstrap import prepare_database
 from tracker.models import utcnow
+from tracker.queue.wakeups import NotifyListener
+from tracker.scheduling.housekeeping import Housekeeper
 from tracker.scheduling.service import SchedulerService
 from tracker.settings import Settings, get_settings
+from tracker.vcs.history import GitHistory
 from web.api.main import api_router
 from web.auth import WebSessionMiddleware
 from web.errors import install_error_handlers
@@ -71,7 +74,11 @@ def create_app(
         title="perftrack",
         summary="Performance tracking for diffusion-model pull requests",
         version=perftrack_version(),
-        lifespan=_lifespan(settings, engine, prepare=prepare),
+        # An app on borrowed sessions (tests: one rolled-back transaction) does no housekeeping of its
+        # own: the housekeeper's connection would not see that transaction's work.
+        lifespan=_lifespan(
+            settings, engine, state, prepare=prepare, housekeeping=settings.housekeeping and sessions is None
+        ),
     )
     app.state.perftrack = state
     install_error_handlers(app)
@@ -82,22 +89,31 @@ def create_app(
 
 
 def _lifespan(
-    settings: Settings, engine: Engine, *, prepare: bool
+    settings: Settings, engine: Engine, state: AppState, *, prepare: bool, housekeeping: bool
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """Start-up and shutdown: prepare the database (if ``prepare``), run the scheduler (if enabled)."""
+    """Start-up and shutdown: prepare the database (if ``prepare``), run the scheduler (if enabled),
+    and on PostgreSQL listen for queued jobs, which wake waiting claims."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if prepare:
             prepare_database(settings, engine)
+        state.waiters.start(NotifyListener(engine.url) if engine.dialect.name == "postgresql" else None)
         scheduler = SchedulerService.from_settings(settings, engine) if settings.scheduler_enabled else None
+        housekeeper = None
         if scheduler is not None:
             scheduler.start()  # elects a leader among all processes; only the leader schedules
+        elif housekeeping:  # claims expire no lease, batches evaluate no series: without a scheduler, we do
+            housekeeper = Housekeeper(engine, history=GitHistory(settings.git_cache_dir))
+            housekeeper.start()
         try:
             yield
         finally:
+            state.waiters.close()
             if scheduler is not None:
                 scheduler.stop()
+            if housekeeper is not None:
+                housekeeper.stop()
 
     return lifespan
 

@@ -10,9 +10,18 @@ use it without importing ``tracker`` or ``web``.
 - :mod:`wire.base`: the bases of request bodies, and readable validation messages.
 - :mod:`wire.results`: uploads (a job attempt's result, an import) and their answer.
 - :mod:`wire.leases`: register, claim (the job spec), heartbeat, release.
+- :mod:`wire.batches`: many imports or job attempts' results in one request, and the per-item answer.
 """
 
 from wire.base import InModel, RecordIn, describe_errors, validation_message
+from wire.batches import (
+    BatchItemOut,
+    BatchOut,
+    BatchOutcomeName,
+    JobResultBatchIn,
+    JobResultItemIn,
+    ResultBatchIn,
+)
 from wire.fields import AwareDatetime, Count, NonNegativeMs, PatchRef, PatchRefs, PositiveMs, Sha
 from wire.leases import (
     AttemptIn,
@@ -28,6 +37,7 @@ from wire.leases import (
 from wire.limits import (
     EARLIEST_TIME,
     LATEST_TIME,
+    MAX_BATCH_ITEMS,
     MAX_FAILURE_REASON,
     MAX_ID,
     MAX_INT32,
@@ -53,6 +63,7 @@ from wire.results import (
 __all__ = [
     "EARLIEST_TIME",
     "LATEST_TIME",
+    "MAX_BATCH_ITEMS",
     "MAX_FAILURE_REASON",
     "MAX_ID",
     "MAX_INT32",
@@ -63,6 +74,9 @@ __all__ = [
     "SHA_PATTERN",
     "AttemptIn",
     "AwareDatetime",
+    "BatchItemOut",
+    "BatchOut",
+    "BatchOutcomeName",
     "BuildInfo",
     "ClaimedCandidate",
     "ClaimedCarried",
@@ -72,7 +86,9 @@ __all__ = [
     "CompileCounters",
     "Count",
     "InModel",
+    "JobResultBatchIn",
     "JobResultIn",
+    "JobResultItemIn",
     "JobSpecOut",
     "LeaseOut",
     "MeasurementIn",
@@ -81,6 +97,7 @@ __all__ = [
     "PatchRefs",
     "PositiveMs",
     "RecordIn",
+    "ResultBatchIn",
     "ResultCreated",
     "ResultIn",
     "RunnerIn",

@@ -30,6 +30,10 @@ MAX_ID = MAX_INT32
 # JSON column serialiser, the digest) walks it, so it can never raise RecursionError.
 MAX_JSON_DEPTH = 32
 
+# Items of one batch (``POST /api/v1/results/batch``, ``POST /api/v1/jobs/results``): a request
+# holds one write transaction, so a batch stays well under the time a lock may be held.
+MAX_BATCH_ITEMS = 500
+
 MAX_FAILURE_REASON = 4000  # characters of a failed run's reason; its log is kept whole apart
 
 # Times a result or commit may carry: anything outside is a typo or hostile, and a year-1 or

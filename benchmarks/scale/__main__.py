@@ -18,24 +18,34 @@ from pathlib import Path
 
 from sqlalchemy import text
 
+from benchmarks.scale.claims import (
+    ClaimFigures,
+    idle_then_wake,
+    queue_jobs,
+    register_fleet,
+    run_queue_down,
+    summary,
+)
 from benchmarks.scale.generate import START, GenerateReport, ScaleConfig, generate
 from benchmarks.scale.measure import (
     Measurements,
+    Served,
     count_runs,
     database_size,
-    issue_runner_tokens,
-    measure_claims,
+    issue_tokens,
+    measure_batch_ingest,
     measure_drain,
     measure_ingest,
     measure_pages,
     measure_sweep,
     page_paths,
-    percentile,
     serve,
 )
 from benchmarks.scale.plans import PlanFinding, check_plans
 from benchmarks.scale.report import format_plans, format_table
+from benchmarks.scale.shape import case_shapes
 from tracker import db
+from tracker.models import TokenRole
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/perf_scale"
 
@@ -73,33 +83,38 @@ def run_backend(
     figures.sweep_s, figures.sweep_series = measure_sweep(url, config)
     print(f"[{backend}] sweep {figures.sweep_s:.2f} s over {figures.sweep_series} series", flush=True)
     paths = page_paths(url, config)
-    tokens = issue_runner_tokens(url, max(args.runners, args.clients))
     # Pages: one server process (a second adds ~45 ms to keep-alive requests; see docs/scale.md).
-    with serve(url, folder, suite_dir, 1) as base:
-        figures.pages = measure_pages(base, paths, args.repeats)
+    with serve(url, folder, suite_dir, 1) as server:
+        figures.pages = measure_pages(server.base, paths, args.repeats)
         print(f"[{backend}] pages {figures.pages}", flush=True)
     workers = 1 if backend == "sqlite" else args.workers
-    with serve(url, folder, suite_dir, workers) as base:
-        stored, figures.ingest_per_s = measure_ingest(
-            base, tokens, config, args.ingest, args.clients, first_night=config.nights
-        )
-        figures.ingest_results = stored
-        print(f"[{backend}] ingest {stored} results, {figures.ingest_per_s:.0f}/s", flush=True)
-        latencies, figures.claimed_jobs, figures.duplicate_claims, figures.claims_per_s = measure_claims(
-            url, base, tokens, config, args.claim_jobs, args.runners
-        )
-        figures.claims = len(latencies)
-        figures.claim_p50_ms, figures.claim_p95_ms = percentile(latencies, 0.5), percentile(latencies, 0.95)
-        print(
-            f"[{backend}] claims p50 {figures.claim_p50_ms:.0f} ms p95 {figures.claim_p95_ms:.0f} ms",
-            flush=True,
-        )
-    # The same again with deferred detection: uploads mark their series, one pass evaluates them.
+    importers = issue_tokens(url, args.clients, purpose="import")
     series = config.cases * len(config.hardware_names)
-    with serve(url, folder, suite_dir, workers, deferred_detection=True) as base:
+    with serve(url, folder, suite_dir, workers) as server:
+        stored, figures.single_ingest_per_s = measure_ingest(
+            server.base, importers, config, args.ingest, args.clients, first_night=config.nights
+        )
+        figures.single_ingest_results = stored
+        print(
+            f"[{backend}] ingest one by one {stored} results, {figures.single_ingest_per_s:.0f}/s", flush=True
+        )
+        stored, figures.ingest_per_s = measure_batch_ingest(
+            server.base,
+            importers,
+            config,
+            args.batch_ingest,
+            args.batch_clients,
+            args.batch_size,
+            first_night=config.nights + 4 + 2 * (args.ingest // series),
+        )
+        figures.ingest_results, figures.ingest_batch_size = stored, args.batch_size
+        print(f"[{backend}] batch ingest {stored} results, {figures.ingest_per_s:.0f}/s", flush=True)
+        measure_fleet(url, server, config, args, figures)
+    # The same again with deferred detection: uploads mark their series, one pass evaluates them.
+    with serve(url, folder, suite_dir, workers, deferred_detection=True) as server:
         stored, figures.deferred_per_s = measure_ingest(
-            base,
-            tokens,
+            server.base,
+            importers,
             config,
             args.ingest,
             args.clients,
@@ -116,6 +131,47 @@ def run_backend(
     (folder / "figures.json").write_text(json.dumps(dataclasses.asdict(figures), indent=2))
     (folder / "plans.txt").write_text(format_plans(findings, verbose=True))
     return figures, generated, findings
+
+
+def measure_fleet(
+    url: str, server: Served, config: ScaleConfig, args: argparse.Namespace, figures: Measurements
+) -> None:
+    """The claim phases (:mod:`benchmarks.scale.claims`) with ``args.runners`` runners."""
+    fleet = register_fleet(
+        server.base,
+        issue_tokens(url, args.runners, purpose="runner"),
+        issue_tokens(url, 1, purpose="admin", role=TokenRole.ADMIN)[0],
+        list(config.hardware_names),
+    )
+    claims = ClaimFigures()
+    night = queue_jobs(url, config, args.claim_jobs, config.nights + 1000)
+    claims.paced_elapsed_s, claims.paced_answers = run_queue_down(
+        fleet, args.job_seconds, claims, claims.paced_ms
+    )
+    night = queue_jobs(url, config, args.claim_jobs, night)
+    claims.burst_elapsed_s, claims.burst_answers = run_queue_down(fleet, 0.0, claims, claims.burst_ms)
+    case = case_shapes(config.cases)[0].slug
+    idle_then_wake(fleet, case, server.pid, args.idle_seconds, args.wakes, claims)
+    figures.claim_runners, figures.claim_job_s = len(fleet.runners), args.job_seconds
+    figures.claim_p50_ms, figures.claim_p95_ms = summary(claims.paced_ms)
+    figures.claims = claims.paced_answers
+    figures.claims_per_s = claims.paced_answers / max(claims.paced_elapsed_s, 1e-9)
+    figures.claimed_jobs = len(set(claims.claimed))
+    figures.duplicate_claims = claims.duplicates
+    figures.burst_claim_p50_ms, figures.burst_claim_p95_ms = summary(claims.burst_ms)
+    figures.burst_claims_per_s = claims.burst_answers / max(claims.burst_elapsed_s, 1e-9)
+    figures.idle_claims_per_s = claims.idle_answers / max(claims.idle_s, 1e-9)
+    figures.idle_server_cpu_pct = 100 * claims.idle_cpu_s / max(claims.idle_s, 1e-9)
+    figures.idle_jobs_claimed = claims.idle_jobs
+    figures.wake_p50_ms, figures.wake_p95_ms = summary(claims.wake_ms)
+    figures.wake_jobs = len(claims.wake_ms)
+    print(
+        f"[{figures.backend}] claims p50 {figures.claim_p50_ms:.0f} ms p95 {figures.claim_p95_ms:.0f} ms "
+        f"(burst {figures.burst_claim_p50_ms:.0f} / {figures.burst_claim_p95_ms:.0f}); idle "
+        f"{figures.idle_claims_per_s:.1f} claims/s, {figures.idle_server_cpu_pct:.1f} % CPU, {figures.idle_jobs_claimed} jobs; wake p50 "
+        f"{figures.wake_p50_ms:.0f} ms p95 {figures.wake_p95_ms:.0f} ms; {figures.duplicate_claims} twice",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -136,8 +192,18 @@ def main() -> None:
     parser.add_argument("--comparisons", type=int, default=40, help="PR comparisons with results")
     parser.add_argument("--ingest", type=int, default=480, help="results POSTed in the ingest test")
     parser.add_argument("--clients", type=int, default=8, help="concurrent ingest clients")
+    parser.add_argument(
+        "--batch-ingest", type=int, default=4800, help="results POSTed through /results/batch"
+    )
+    parser.add_argument("--batch-size", type=int, default=200, help="results per batch request")
+    parser.add_argument("--batch-clients", type=int, default=4, help="concurrent batch clients")
     parser.add_argument("--claim-jobs", type=int, default=500, help="jobs queued for the claim test")
-    parser.add_argument("--runners", type=int, default=50, help="polling runners in the claim test")
+    parser.add_argument("--runners", type=int, default=50, help="runners in the claim test")
+    parser.add_argument(
+        "--job-seconds", type=float, default=1.0, help="a paced runner's time per job (± 50 %%)"
+    )
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle long-polling window")
+    parser.add_argument("--wakes", type=int, default=40, help="jobs queued one by one to waiting runners")
     parser.add_argument("--repeats", type=int, default=40, help="timed requests per page")
     parser.add_argument("--workers", type=int, default=2, help="server processes on PostgreSQL")
     parser.add_argument("--skip-generate", action="store_true", help="measure the database as it is")

@@ -50,6 +50,7 @@ from tracker.models import (
 from tracker.queue.jobs import PRIORITY
 from tracker.queue.runners import register_runner
 from tracker.series.counts import rebuild_series_counts
+from tracker.series.latest import rebuild_series_latest
 from tracker.statistics.steps import summarize_steps
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.workflows.sweep import sweep
@@ -486,6 +487,7 @@ def generate(url: str, suite_dir: Path, config: ScaleConfig, *, sweep_alerts: bo
         session.commit()
 
         rebuild_series_counts(session=session)  # the rows went around ingest, which keeps them
+        rebuild_series_latest(session=session)  # so does the overview's read model
         session.commit()
         phase = time.perf_counter()
         if engine.dialect.name == "postgresql":

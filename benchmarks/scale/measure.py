@@ -11,7 +11,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,11 +25,8 @@ from benchmarks.scale.generate import START, ScaleConfig, commit_in, nightly_pay
 from benchmarks.scale.shape import case_shapes, series_shape
 from tracker import db
 from tracker.access.tokens import create_token
-from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.models import JobReason, Run, TokenRole
-from tracker.queue.jobs import enqueue_job
+from tracker.models import Run, TokenRole
 from tracker.series.pending import pending_count
-from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.workflows.reactions import evaluate_pending_series
 from tracker.workflows.sweep import sweep
 
@@ -41,18 +37,32 @@ class Measurements:
 
     backend: str
     runs: int = 0
-    ingest_results: int = 0
+    ingest_results: int = 0  # through POST /results/batch
     ingest_per_s: float = 0.0
+    ingest_batch_size: int = 0
+    single_ingest_results: int = 0  # one POST /results per result, inline detection
+    single_ingest_per_s: float = 0.0
     deferred_results: int = 0
     deferred_per_s: float = 0.0
     drain_s: float = 0.0
     drain_series: int = 0
-    claim_p50_ms: float = 0.0
+    claim_p50_ms: float = 0.0  # paced runners (claim_job_s between claims), claims that got a job
     claim_p95_ms: float = 0.0
     claims: int = 0
     claims_per_s: float = 0.0
     claimed_jobs: int = 0
-    duplicate_claims: int = 0
+    duplicate_claims: int = 0  # over every phase
+    claim_runners: int = 0
+    claim_job_s: float = 0.0
+    burst_claim_p50_ms: float = 0.0  # back to back, no job time
+    burst_claim_p95_ms: float = 0.0
+    burst_claims_per_s: float = 0.0
+    idle_claims_per_s: float = 0.0  # every runner long-polling an empty queue
+    idle_server_cpu_pct: float = 0.0  # of one core, server processes together
+    idle_jobs_claimed: int = 0  # jobs handed out in the idle window (none queued: should be 0)
+    wake_p50_ms: float = 0.0  # job queued (API) to a waiting runner's claim answered
+    wake_p95_ms: float = 0.0
+    wake_jobs: int = 0
     pages: dict[str, tuple[float, float]] = field(default_factory=dict)
     sweep_s: float = 0.0
     sweep_series: int = 0
@@ -72,15 +82,26 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running ``perftrack serve``: its base URL and process id."""
+
+    base: str
+    pid: int
+
+
 @contextlib.contextmanager
 def serve(
     url: str, data_dir: Path, suite_dir: Path, workers: int, *, deferred_detection: bool = False
-) -> Iterator[str]:
-    """Run ``perftrack serve`` on a free port against ``url``; yields its base URL."""
+) -> Iterator[Served]:
+    """Run ``perftrack serve`` on a free port against ``url``; yields its URL and process id."""
     port = _free_port()
     env = {
         **os.environ,
         "PERFTRACK_DETECTION_DEFERRED": "true" if deferred_detection else "false",
+        # Series marked by batches and deferred uploads wait for the measured pass (measure_drain),
+        # rather than being evaluated by the server beside the ingest it measures.
+        "PERFTRACK_HOUSEKEEPING": "false",
         "PERFTRACK_DATABASE_URL": url,
         "PERFTRACK_DATA_DIR": str(data_dir),
         "PERFTRACK_SUITE_DIR": str(suite_dir),
@@ -101,34 +122,33 @@ def serve(
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"server did not start; see {data_dir / 'server.log'}")
             time.sleep(0.5)
-        yield base
+        yield Served(base=base, pid=process.pid)
     finally:
         process.terminate()
         process.wait(timeout=30)
         log.close()
 
 
-def issue_runner_tokens(url: str, count: int) -> list[str]:
-    """``count`` runner tokens, one per benchmark client, as every real runner has its own.
+def issue_tokens(url: str, count: int, *, purpose: str, role: TokenRole = TokenRole.RUNNER) -> list[str]:
+    """``count`` tokens, one per benchmark client, as every real runner (or importer) has its own.
 
-    (Clients sharing one token would all update its ``last_used_at`` row and queue on its lock.)
+    (Clients sharing one token would all update its ``last_used_at`` row and queue on its lock.) A
+    runner token that registers a runner is bound to it and may no longer import: ingest clients
+    and runners take tokens of their own (``purpose`` names them).
     """
     engine = db.make_engine(url)
     stamp = f"{time.time_ns():x}"
     with db.session_scope(db.make_session_factory(engine)) as session:
         secrets_ = [
-            create_token(session=session, name=f"bench-{stamp}-{index}", role=TokenRole.RUNNER).secret
+            create_token(session=session, name=f"bench-{purpose}-{stamp}-{index}", role=role).secret
             for index in range(count)
         ]
     engine.dispose()
     return secrets_
 
 
-def measure_ingest(
-    base: str, tokens: list[str], config: ScaleConfig, results: int, clients: int, *, first_night: int
-) -> tuple[int, float]:
-    """POST ``results`` new imported results (nights from ``first_night`` on) from ``clients`` threads;
-    returns (stored, results/s)."""
+def ingest_bodies(config: ScaleConfig, results: int, *, first_night: int) -> list[dict[str, Any]]:
+    """``results`` new imported results, the next nights' runs of every series from ``first_night`` on."""
     rng = random.Random(99 + first_night)  # noqa: S311 - synthetic timings
     shapes = case_shapes(config.cases)
     bodies: list[dict[str, Any]] = []
@@ -153,104 +173,76 @@ def measure_ingest(
                 payload["idempotency_key"] = f"scale-import:{night}:{shape.slug}:{hardware}"
                 bodies.append(payload)
         night += 1
-    bodies = bodies[:results]
-    stored = 0
-    lock = threading.Lock()
+    return bodies[:results]
 
-    def post(chunk: list[dict[str, Any]], token: str) -> None:
-        nonlocal stored
-        headers = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
-            for body in chunk:
-                response = client.post("/api/v1/results", json=body)
-                if response.status_code not in (200, 201):
-                    raise RuntimeError(f"ingest: {response.status_code} {response.text[:300]}")
-                with lock:
-                    stored += response.status_code == 201
 
-    # Concurrent first uploads of one new commit share its row (tracker.vcs.commits), so no ordering is needed.
-    chunks = [bodies[index::clients] for index in range(clients)]
-    started = time.perf_counter()
-    with ThreadPoolExecutor(clients) as pool:
-        list(pool.map(post, chunks, [tokens[index % len(tokens)] for index in range(clients)]))
-    elapsed = time.perf_counter() - started
+def measure_ingest(
+    base: str, tokens: list[str], config: ScaleConfig, results: int, clients: int, *, first_night: int
+) -> tuple[int, float]:
+    """POST ``results`` new imported results one per request from ``clients`` threads; (stored, results/s)."""
+    bodies = ingest_bodies(config, results, first_night=first_night)
+
+    def post(client: httpx.Client, chunk: list[dict[str, Any]]) -> int:
+        stored = 0
+        for body in chunk:
+            response = client.post("/api/v1/results", json=body)
+            if response.status_code not in (200, 201):
+                raise RuntimeError(f"ingest: {response.status_code} {response.text[:300]}")
+            stored += response.status_code == 201
+        return stored
+
+    stored, elapsed = _post_concurrently(
+        base, tokens, [bodies[index::clients] for index in range(clients)], post
+    )
     return stored, len(bodies) / elapsed
 
 
-def measure_claims(
-    url: str, base: str, tokens: list[str], config: ScaleConfig, jobs: int, runners: int
-) -> tuple[list[float], int, int, float]:
-    """Queue ``jobs`` nightly jobs, then let ``runners`` threads poll claims until the queue is empty.
+def measure_batch_ingest(
+    base: str,
+    tokens: list[str],
+    config: ScaleConfig,
+    results: int,
+    clients: int,
+    batch: int,
+    *,
+    first_night: int,
+) -> tuple[int, float]:
+    """POST ``results`` new imported results ``batch`` per request (``/results/batch``) from ``clients``
+    threads; (stored, results/s)."""
+    bodies = ingest_bodies(config, results, first_night=first_night)
+    batches = [bodies[start : start + batch] for start in range(0, len(bodies), batch)]
 
-    Returns every claim's latency (ms), the jobs claimed, how many were handed out twice and the
-    claims answered per second (204s included).
-    """
-    engine = db.make_engine(url)
-    shapes = case_shapes(config.cases)
-    with db.session_scope(db.make_session_factory(engine)) as session:
-        kinds = {name: get_hardware_kind(session=session, name=name) for name in config.hardware_names}
-        queued = 0
-        night = config.nights + 1000
-        while queued < jobs:
-            for shape in shapes:
-                case = get_current_case(session=session, slug=shape.slug)
-                assert case.repository is not None
-                commit = upsert_commit(session=session, repository=case.repository, commit=commit_in(night))
-                candidate = ensure_candidate(session=session, base=commit, patches=[])
-                for kind in kinds.values():
-                    if queued < jobs:
-                        enqueue_job(
-                            session=session,
-                            candidate=candidate,
-                            case=case,
-                            hardware=kind,
-                            reason=JobReason.NIGHTLY,
-                        )
-                        queued += 1
-            night += 1
-    engine.dispose()
-    names = [
-        (
-            f"bench-poller-{index:02d}",
-            config.hardware_names[index % len(config.hardware_names)],
-            {"Authorization": f"Bearer {tokens[index % len(tokens)]}"},
-        )
-        for index in range(runners)
-    ]
-    with httpx.Client(base_url=base, timeout=60) as client:
-        for name, hardware, headers in names:
-            response = client.post(
-                "/api/v1/runners",
-                json={"name": name, "hardware": hardware, "gpu_count": 8, "version": "bench"},
-                headers=headers,
-            )
-            response.raise_for_status()
-    latencies: list[float] = []
-    claimed: list[int] = []
-    lock = threading.Lock()
+    def post(client: httpx.Client, chunk: list[list[dict[str, Any]]]) -> int:
+        stored = 0
+        for items in chunk:
+            response = client.post("/api/v1/results/batch", json={"results": items})
+            if response.status_code != 200:
+                raise RuntimeError(f"batch ingest: {response.status_code} {response.text[:300]}")
+            outcomes = [item["outcome"] for item in response.json()["items"]]
+            if "refused" in outcomes:
+                raise RuntimeError(f"batch ingest refused items: {response.text[:500]}")
+            stored += outcomes.count("stored")
+        return stored
 
-    def poll(name: str, headers: dict[str, str]) -> None:
-        empty = 0
-        with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
-            while empty < 3:
-                started = time.perf_counter()
-                response = client.post(f"/api/v1/runners/{name}/claim")
-                elapsed = (time.perf_counter() - started) * 1000
-                if response.status_code not in (200, 204):
-                    raise RuntimeError(f"claim: {response.status_code} {response.text[:300]}")
-                with lock:
-                    latencies.append(elapsed)
-                    if response.status_code == 200:
-                        claimed.append(int(response.json()["job_id"]))
-                if response.status_code == 204:
-                    empty += 1
-                    time.sleep(0.2)
+    stored, elapsed = _post_concurrently(
+        base, tokens, [batches[index::clients] for index in range(clients)], post
+    )
+    return stored, len(bodies) / elapsed
 
+
+def _post_concurrently(base: str, tokens: list[str], chunks: list[Any], post: Any) -> tuple[int, float]:
+    """Run ``post(client, chunk)`` for every chunk on its own thread and token; (stored, seconds)."""
+
+    def run(chunk: Any, token: str) -> int:
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=300) as client:
+            return int(post(client, chunk))
+
+    # Concurrent first uploads of one new commit share its row (tracker.vcs.commits), so no ordering is needed.
     started = time.perf_counter()
-    with ThreadPoolExecutor(runners) as pool:
-        list(pool.map(poll, [name for name, _, _ in names], [headers for _, _, headers in names]))
-    elapsed = time.perf_counter() - started
-    return latencies, len(set(claimed)), len(claimed) - len(set(claimed)), len(latencies) / elapsed
+    with ThreadPoolExecutor(len(chunks)) as pool:
+        stored = sum(pool.map(run, chunks, [tokens[index % len(tokens)] for index in range(len(chunks))]))
+    return stored, time.perf_counter() - started
 
 
 def page_paths(url: str, config: ScaleConfig) -> dict[str, str]:

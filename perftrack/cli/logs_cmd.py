@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +10,18 @@ import typer
 from pydantic import ValidationError
 
 from perftrack.cli.common import console, database_session, fail, settings
+from perftrack.cli.log_payloads import (
+    ImportFields,
+    ImportOptions,
+    LogError,
+    import_payload,
+    iso_time,
+    parse_files,
+)
+from perftrack.cli.logs_dir import import_directory
 from perftrack.cli.tracker_http import call_tracker
-from runners.parsing import ParsedRun, ParseError, RunStatus, parse_run
-from runners.payload import CommitInfo, as_body, import_key, import_result, parsed_as_json
+from runners.parsing import ParsedRun, RunStatus
+from runners.payload import parsed_as_json
 from tracker.errors import PerftrackError
 from tracker.ingest.results import IngestLimits
 from tracker.workflows.results import store_result
@@ -25,30 +32,19 @@ EXIT_RUN_FAILED = 3
 LOG_ARG = typer.Argument(
     ..., help="An `sglang generate` log (stdout and stderr).", exists=True, dir_okay=False
 )
+IMPORT_LOG_ARG = typer.Argument(
+    ..., help="An `sglang generate` log (stdout and stderr), or a directory of them.", exists=True
+)
 DUMP_OPT = typer.Option(
     None, "--perf-dump", help="The run's --perf-dump-path JSON.", exists=True, dir_okay=False
 )
 
 
-def _read(path: Path, what: str, limit: int | None = None) -> str:
-    try:
-        size = path.stat().st_size
-        if limit is not None and size > limit:
-            fail(f"{path}: {what} is {size} bytes, over the limit of {limit} bytes")
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as error:
-        fail(f"cannot read {what} {path}: {error}")
-
-
 def _parse(log: Path, perf_dump: Path | None, limit: int | None = None) -> tuple[ParsedRun, str, str]:
-    log_text = _read(log, "log", limit)
-    dump_text = _read(perf_dump, "perf dump", limit) if perf_dump else ""
     try:
-        parsed = parse_run(log_text, dump_text or None)
-    except ParseError as error:
-        source = perf_dump if perf_dump is not None and "dump" in str(error).lower() else log
-        fail(f"{source}: {error}")
-    return parsed, log_text, dump_text
+        return parse_files(log, perf_dump, limit)
+    except LogError as error:
+        fail(str(error))
 
 
 def parse_log(log: Path = LOG_ARG, perf_dump: Path | None = DUMP_OPT) -> None:
@@ -65,10 +61,12 @@ def parse_log(log: Path = LOG_ARG, perf_dump: Path | None = DUMP_OPT) -> None:
 
 
 def import_log(
-    log: Path = LOG_ARG,
-    case: str = typer.Option(..., "--case", help="Case slug, e.g. qwen-image-t2i-1024."),
-    hardware: str = typer.Option(..., "--hardware", help="Hardware kind, e.g. H200."),
-    commit: str = typer.Option(..., "--commit", help="Measured commit sha (7-40 hex digits)."),
+    log: Path = IMPORT_LOG_ARG,
+    case: str | None = typer.Option(
+        None, "--case", help="Case slug, e.g. qwen-image-t2i-1024 (a directory: each log's default)."
+    ),
+    hardware: str | None = typer.Option(None, "--hardware", help="Hardware kind, e.g. H200."),
+    commit: str | None = typer.Option(None, "--commit", help="Measured commit sha (7-40 hex digits)."),
     commit_time: str | None = typer.Option(
         None, "--commit-time", help="Committer time, ISO 8601 (e.g. 2026-03-01T12:00:00Z). Default: now."
     ),
@@ -83,38 +81,50 @@ def import_log(
     ),
     token: str | None = typer.Option(None, "--token", help="Runner or admin token (or PERFTRACK_TOKEN)."),
 ) -> None:
-    """Parse a log locally and store it as a run: over the API with --server, else in the configured database."""
+    """Parse a log locally and store it as a run: over the API with --server, else in the configured database.
+
+    LOG may be a directory: every *.log and *.txt in it is imported (in name order), each with its
+    perf dump NAME.perf.json and metadata NAME.meta.json beside it when they exist (the metadata's
+    case, hardware, commit, commit_time, title, author and patches override the options), in
+    batches. One line per log; exit status 0 only when every log was stored or already stored.
+    """
+    config = settings()
+    options = ImportOptions(case, hardware, commit, commit_time, title, author, tuple(patch))
+    server = server or config.server_url
+    secret = token or (config.token.get_secret_value() if config.token else None)
+    if log.is_dir():
+        if perf_dump is not None:
+            fail("--perf-dump names one log's dump; in a directory, each log's dump is NAME.perf.json")
+        raise typer.Exit(import_directory(log, options, server=server, token=secret))
+    _import_file(log, options, perf_dump=perf_dump, server=server, token=secret)
+
+
+def _import_file(
+    log: Path, options: ImportOptions, *, perf_dump: Path | None, server: str | None, token: str | None
+) -> None:
+    """Import one log; any problem ends the command with its message."""
+    case = _required(options.case, "--case")
+    hardware = _required(options.hardware, "--hardware")
+    commit = _required(options.commit, "--commit")
     config = settings()
     parsed, log_text, dump_text = _parse(log, perf_dump, config.max_log_bytes)
-    committed_at = _iso_time(commit_time) if commit_time else None
-    try:  # built as the tracker validates it: a bad --commit or --patch is refused here, naming it
-        payload = as_body(
-            import_result(
-                parsed,
-                case=case,
-                hardware=hardware,
-                commit=CommitInfo(sha=commit, committed_at=committed_at, title=title, author_name=author),
-                idempotency_key=import_key(
-                    case=case,
-                    hardware=hardware,
-                    commit_sha=commit,
-                    patches=patch,
-                    log_text=log_text,
-                    dump_text=dump_text,
-                ),
-                patches=patch,
-                raw_log=log_text,
-                perf_dump=json.loads(dump_text) if dump_text else None,
-            )
+    try:
+        fields = ImportFields(
+            case=case,
+            hardware=hardware,
+            commit=commit,
+            commit_time=iso_time(options.commit_time, "--commit-time") if options.commit_time else None,
+            title=options.title,
+            author=options.author,
+            patches=options.patches,
         )
+        # Built as the tracker validates it: a bad --commit or --patch is refused here, naming it.
+        payload = import_payload(parsed, log_text=log_text, dump_text=dump_text, fields=fields)
+    except LogError as error:
+        fail(str(error))
     except ValidationError as error:
         fail(validation_message(error))
-    server = server or config.server_url
-    if server:
-        secret = token or (config.token.get_secret_value() if config.token else None)
-        answer = _post(server, secret, payload, config.http_timeout_s)
-    else:
-        answer = _store(payload)
+    answer = _post(server, token, payload, config.http_timeout_s) if server else _store(payload)
     verb = "stored" if answer["created"] else "already stored (same log, case, hardware and commit)"
     value = answer.get("denoise_step_ms")
     shown = f"{value:.1f} ms/step" if isinstance(value, float) else answer.get("status", "")
@@ -122,6 +132,13 @@ def import_log(
         f"run {answer['run_id']} {verb}: {case} on {hardware} at {commit[:12]}: {shown}", highlight=False
     )
     _say_which_request(parsed)
+
+
+def _required(value: str | None, option: str) -> str:
+    """An option a single log needs (a directory's logs may take it from their metadata instead)."""
+    if value is None:
+        raise typer.BadParameter("missing; a single log needs it", param_hint=f"'{option}'")
+    return value
 
 
 def _say_which_request(parsed: ParsedRun) -> None:
@@ -132,16 +149,6 @@ def _say_which_request(parsed: ParsedRun) -> None:
         console.print(f"the log shows {len(parsed.requests)} requests; stored {which}", highlight=False)
     for warning in parsed.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-
-
-def _iso_time(text: str) -> str:
-    try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        fail(f"--commit-time: {text!r} is not an ISO 8601 time such as 2026-03-01T12:00:00Z")
-    if moment.tzinfo is None:
-        fail(f"--commit-time: {text!r} has no timezone; add Z or an offset such as +08:00")
-    return moment.isoformat()
 
 
 def _store(payload: dict[str, Any]) -> dict[str, Any]:

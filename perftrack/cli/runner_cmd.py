@@ -35,6 +35,14 @@ ENV_ALLOW_OPT = typer.Option(
     "allow-list (PATH, HOME, locale, CUDA_*, TORCH_*, HF_HOME, proxies, ...); repeatable. A secret-looking "
     "name (HF_TOKEN) passes only when named exactly; PERFTRACK_* and the runner token never pass.",
 )
+CLAIM_WAIT_OPT = typer.Option(
+    20.0,
+    "--claim-wait",
+    min=0.0,
+    max=30.0,
+    help="Seconds an idle claim waits on the tracker for a job to be queued (long-poll; answered as soon "
+    "as one is); 0: ask, then sleep --poll-interval.",
+)
 PRELOAD_OPT = typer.Option(
     [],
     "--preload",
@@ -54,6 +62,7 @@ def runner(
     poll_interval: float = typer.Option(
         10.0, "--poll-interval", min=0.1, help="Seconds between polls when idle."
     ),
+    claim_wait: float = CLAIM_WAIT_OPT,
     label: list[str] = typer.Option(
         [], "--label", help="KEY=VALUE label advertised to the tracker; repeatable."
     ),
@@ -84,6 +93,7 @@ def runner(
             workdir=workdir,
             labels=labels,
             poll_interval_s=poll_interval,
+            claim_wait_s=claim_wait,
             max_log_bytes=config.max_log_bytes,
             quiet_wait_s=quiet_wait,
             preload_modules=tuple(preload),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -66,6 +67,35 @@ def test_racing_runners_get_the_last_job_exactly_once(fleet: Fleet) -> None:
     for job, [winner] in winners.items():
         state = tracker.job(job)
         assert (state["state"], state["attempts"], state["leased_by"]) == ("leased", 1, winner)
+
+
+def test_runners_waiting_on_an_empty_queue_share_each_new_job_exactly_once(fleet: Fleet) -> None:
+    """Long-polling claims on a real server: a job queued by another process (the admin's request
+    may reach either server process; PostgreSQL's NOTIFY or SQLite's re-check brings it to the
+    waiters) goes to exactly one waiting runner; the others are answered 204 when their wait ends."""
+    tracker = fleet.tracker(lease_seconds=UNEXPIRING_LEASE_S)
+    names = [f"waiter-{index}" for index in range(RUNNERS)]
+    auth = {name: {"Authorization": f"Bearer {tracker.token_for(name)}"} for name in names}
+    for name in names:
+        with httpx.Client(base_url=f"{tracker.url}/api/v1", headers=auth[name], timeout=60) as http:
+            assert (
+                http.post("/runners", json={"name": name, "hardware": "cpu", "gpu_count": 1}).status_code
+                == 200
+            )
+
+    def claim(name: str) -> tuple[int, int | None]:
+        with httpx.Client(base_url=f"{tracker.url}/api/v1", headers=auth[name], timeout=60) as http:
+            response = http.post(f"/runners/{name}/claim", params={"wait": 6})
+        return response.status_code, response.json()["job_id"] if response.status_code == 200 else None
+
+    for round_ in range(3):
+        with ThreadPoolExecutor(RUNNERS) as pool:
+            waiting = [pool.submit(claim, name) for name in names]
+            time.sleep(1.0)  # every claim is waiting on an empty queue now
+            job = tracker.enqueue(tracker.upstream.main[round_], purpose=f"wait-{round_}")
+            answers = [future.result(timeout=60) for future in waiting]
+        assert sorted(status for status, _ in answers) == [200] + [204] * (RUNNERS - 1), answers
+        assert [job_id for status, job_id in answers if status == 200] == [job]
 
 
 @pytest.fixture

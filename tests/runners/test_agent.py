@@ -130,6 +130,9 @@ def test_benchmark_failures_are_failed_runs_with_their_log(
     assert httpx.get(f"{live.url}{run['log_url']}").text != "" or scenario == "hang"
 
 
+UPLOADS = ("/result", "/jobs/results")  # one attempt's result, or a batch of them
+
+
 class FlakyTransport(httpx.HTTPTransport):
     """Forwards to the tracker, except result uploads while ``down`` (the tracker is restarting) and
     the next upload after ``lose_answer`` is set (the tracker stored it, the answer got lost)."""
@@ -138,9 +141,11 @@ class FlakyTransport(httpx.HTTPTransport):
         super().__init__()
         self.down = True
         self.lose_answer = False
+        self.uploads: list[str] = []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith("/result"):
+        if request.url.path.endswith(UPLOADS):
+            self.uploads.append(request.url.path.removeprefix("/api/v1"))
             if self.down:
                 raise httpx.ConnectError("tracker restarting", request=request)
             if self.lose_answer:
@@ -171,6 +176,24 @@ def test_uploads_wait_in_the_spool_and_are_stored_once(
     assert live.job(job)["state"] == "done"
 
 
+def test_a_spool_of_several_results_is_drained_in_one_batch(
+    live: Tracker, upstream: Upstream, tmp_path: Path
+) -> None:
+    jobs = [live.enqueue(upstream.main[2]), live.enqueue(upstream.main[1])]
+    transport = FlakyTransport()
+    agent = make_agent(live, tmp_path / "work", transport=transport)
+    assert agent.run(once=True) == 1  # both results wait in the spool
+    assert len(agent.spool.pending()) == 2
+    transport.down = False
+    transport.uploads.clear()
+    agent.flush_spool()
+    assert transport.uploads == ["/jobs/results"]  # one request for both
+    assert agent.spool.pending() == []
+    for job in jobs:
+        assert live.job(job)["state"] == "done"
+        assert [run["status"] for run in live.runs_of(job)] == ["ok"]
+
+
 class RevokedTokenTransport(httpx.HTTPTransport):
     """Answers result uploads with 401 while ``revoked`` (the token was rotated under the runner)."""
 
@@ -179,7 +202,7 @@ class RevokedTokenTransport(httpx.HTTPTransport):
         self.revoked = True
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if self.revoked and request.url.path.endswith("/result"):
+        if self.revoked and request.url.path.endswith(UPLOADS):
             return httpx.Response(401, json={"detail": "invalid or revoked token"})
         return super().handle_request(request)
 

@@ -18,6 +18,7 @@ from tracker import db
 from tracker.models import Alert, PendingEvaluation
 from tracker.series.pending import mark_pending, pending_count
 from tracker.settings import Settings
+from tracker.workflows.batches import store_results
 from tracker.workflows.reactions import evaluate_pending_series
 from tracker.workflows.results import store_result
 from wire import ResultIn
@@ -88,6 +89,24 @@ def test_the_scheduler_evaluates_the_marked_series(scratch_engine: Engine, tmp_p
             store_result(session=session, result=ResultIn.model_validate(body), limits=DEFERRED)
     scheduler = service(scratch_engine, tmp_path, schedule())
     assert scheduler.evaluate_pending() == 1  # the alert the two runs make
+    with db.session_scope(sessions) as session:
+        assert pending_count(session=session) == 0
+        assert len(alerts(session)) == 1
+
+
+def test_the_scheduler_evaluates_what_a_batch_marked_under_inline_detection(
+    scratch_engine: Engine, tmp_path: Path
+) -> None:
+    # Inline detection (the default, LIMITS) evaluates a single upload's series at once; a batch only
+    # marks its series, and the scheduler's pending pass (registered whatever the setting) evaluates them.
+    sessions = db.make_session_factory(scratch_engine)
+    with db.session_scope(sessions) as session:
+        results = [ResultIn.model_validate(body) for body in regression_payloads()[:2]]
+        store_results(session=session, results=results, limits=LIMITS)
+        assert alerts(session) == []
+        assert pending_count(session=session) == 1
+    scheduler = service(scratch_engine, tmp_path, schedule())
+    assert scheduler.evaluate_pending() == 1
     with db.session_scope(sessions) as session:
         assert pending_count(session=session) == 0
         assert len(alerts(session)) == 1

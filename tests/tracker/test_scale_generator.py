@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select, text
+from sqlalchemy import delete, select, text
 
 from benchmarks.scale.generate import (
     START,
@@ -24,14 +24,18 @@ from benchmarks.scale.generate import (
     run_rows,
 )
 from benchmarks.scale.shape import case_shapes, series_shape
+from tests.tracker.overview_history import reference_overview
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.ingest.results import IngestLimits
-from tracker.models import Job, JobAttempt, JobReason, Run, RunArtifacts, RunStage
+from tracker.models import Job, JobAttempt, JobReason, Run, RunArtifacts, RunStage, SeriesLatest
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
+from tracker.series.latest import rebuild_series_latest
+from tracker.series.points import LATEST_POINTS
 from tracker.settings import Settings
 from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.views.overview import SPARKLINE_RUNS, overview
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.results import store_job_result
 from web.app import create_app
@@ -206,50 +210,27 @@ def _row(session: Any, model: Any, where: Any) -> dict[str, Any]:
     }
 
 
-def test_overview_first_pass_gives_what_one_pass_over_all_runs_gives(
+def test_after_a_bulk_load_the_overview_is_right_before_and_after_series_latest_is_rebuilt(
     scratch_db_url: str, tmp_path: Path
 ) -> None:
-    """More commits than the overview's first pass reads, with series that need the second pass."""
-    from tracker.views import overview as overview_reads
-
-    config = ScaleConfig(
-        nights=overview_reads.RECENT_COMMITS + 20, cases=3, hardware=2, comparisons=1, runners_per_kind=1
-    )
+    """The generator writes runs around ingest: with no ``series_latest`` rows the overview reads every
+    series from its runs, and once they are rebuilt it reads the rows; both give what every run gives."""
+    config = ScaleConfig(nights=LATEST_POINTS + 20, cases=3, hardware=2, comparisons=1, runners_per_kind=1)
     generate(scratch_db_url, tmp_path / "suites", config, sweep_alerts=False)
     engine = db.make_engine(scratch_db_url)
     with db.session_scope(db.make_session_factory(engine)) as session:
-        series = session.execute(
-            text("SELECT DISTINCT case_id, hardware_kind_id FROM runs ORDER BY 1, 2")
-        ).all()
-        (sparse_case, sparse_kind), (stale_case, stale_kind) = series[0], series[1]
-        # One series keeps few points in the newest commits; another ran no nightly in the last weeks.
+        # Some variety the generator does not write: each series' newest run refuted.
         session.execute(
             text(
-                "UPDATE runs SET excluded_reason = 'refuted outlier' WHERE case_id = :c AND hardware_kind_id = :k "
-                "AND commit_id IN (SELECT id FROM commits ORDER BY committed_at DESC LIMIT :n)"
-            ),
-            {"c": sparse_case, "k": sparse_kind, "n": overview_reads.RECENT_COMMITS - 10},
-        )
-        for run in session.scalars(
-            select(Run).where(Run.case_id == stale_case, Run.hardware_kind_id == stale_kind)
-        ):
-            assert run.measured_at is not None
-            run.measured_at = run.measured_at - dt.timedelta(days=60)
-        session.flush()
-        counts = {
-            (row.case_id, row.hardware_kind_id): (row.runs, 0)
-            for row in session.execute(
-                text(
-                    "SELECT case_id, hardware_kind_id, COUNT(*) AS runs FROM runs GROUP BY case_id, hardware_kind_id"
-                )
+                "UPDATE runs SET excluded_reason = 'refuted outlier' "
+                "WHERE id IN (SELECT MAX(id) FROM runs GROUP BY case_id, hardware_kind_id)"
             )
-        }
-        everything = overview_reads._ranked_points(session)
-        expected = {key: rows[: overview_reads.LATEST_POINTS] for key, rows in everything.items()}
-        assert len(expected[(sparse_case, sparse_kind)]) == overview_reads.LATEST_POINTS
-        assert overview_reads._latest_points(session, counts) == expected
-        latest_nightly = overview_reads._last_nightly(session, counts)
-        assert latest_nightly == overview_reads._nightly_ranked(session)
-        assert (stale_case, stale_kind) in latest_nightly
+        )
+        expected = reference_overview(session)
+        assert sum(len(row.recent_ms) == SPARKLINE_RUNS for row in expected) == len(expected)
+        session.execute(delete(SeriesLatest))
+        assert overview(session=session) == expected
+        rebuild_series_latest(session=session)
+        assert overview(session=session) == expected
         session.rollback()
     engine.dispose()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 from typer.testing import CliRunner
 
 from perftrack.cli import app
@@ -15,6 +16,7 @@ from tests.conftest import ROOT, SUITES
 from tests.live import live_server
 from tracker import db
 from tracker.settings import Settings, get_settings
+from tracker.views.series import series
 
 EXAMPLES = ROOT / "tests" / "data" / "sglang"
 REGRESSION = [
@@ -249,3 +251,132 @@ def test_suites_check_reports_line_and_field(tmp_path: Path) -> None:
     assert code == 1
     assert "7 cases" in output
     assert f"{broken}:{line} [cases[3].params.width]" in output.replace("\n", "")
+
+
+def log_directory(root: Path) -> Path:
+    """Logs as a lab keeps them: metadata beside each, one perf dump, and a few that go wrong."""
+    folder = root / "logs"
+    folder.mkdir()
+
+    def add(name: str, source: str, meta: dict[str, object] | None = None, dump: str | None = None) -> None:
+        (folder / name).write_bytes((EXAMPLES / source).read_bytes())
+        stem = name.rsplit(".", 1)[0]
+        if meta is not None:
+            (folder / f"{stem}.meta.json").write_text(json.dumps(meta))
+        if dump is not None:
+            (folder / f"{stem}.perf.json").write_bytes((EXAMPLES / dump).read_bytes())
+
+    for (log, sha, when, title), name in zip(
+        REGRESSION, ["a-baseline.log", "b-fused.log", "c-fix.txt"], strict=True
+    ):
+        dump = "perf_dump_qwen_image_669a9bd.json" if sha == "669a9bd" else None
+        add(name, log, {"commit": sha, "commit_time": when, "title": title}, dump)
+    add("d-truncated-dump.log", "qwen_image_669a9bd.log", {"commit": "1111111"}, "perf_dump_truncated.json")
+    add("e-no-commit.log", "qwen_image_fix.log")
+    add("f-bad-meta.log", "qwen_image_fix.log", {"commit": "2222222", "colour": "red"})
+    add("g-unknown-case.log", "qwen_image_fix.log", {"commit": "3333333", "case": "no-such-case"})
+    (folder / "README.md").write_text("not a log\n")
+    return folder
+
+
+def check_directory_output(output: str, *, again: bool) -> None:
+    lines = dict(
+        line.split(": ", 1) for line in output.splitlines() if ": " in line and not line.startswith(" ")
+    )
+    stored = "already stored" if again else "stored"
+    for name in ("a-baseline.log", "b-fused.log", "c-fix.txt"):
+        assert lines[name].endswith(f" {stored}"), output
+        assert lines[name].startswith("run "), output
+    assert lines["d-truncated-dump.log"].startswith("could not parse: "), output
+    assert "d-truncated-dump.perf.json" in lines["d-truncated-dump.log"]
+    assert (
+        lines["e-no-commit.log"]
+        == 'refused: commit: not given (--commit, or "commit" in e-no-commit.meta.json)'
+    )
+    assert lines["f-bad-meta.log"].startswith("could not parse: f-bad-meta.meta.json: colour: "), output
+    assert lines["g-unknown-case.log"].startswith("refused: case: unknown case 'no-such-case'"), output
+    assert "README.md" not in output
+    counts = "0 stored, 3 already stored" if again else "3 stored, 0 already stored"
+    assert f"7 logs: {counts}, 2 refused, 2 could not be parsed" in output
+
+
+def count_rows(url: str, table: str) -> int:
+    engine = db.make_engine(Settings(database_url=url).effective_database_url)
+    with engine.connect() as connection:
+        count = int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+    engine.dispose()
+    return count
+
+
+def series_values(url: str) -> list[tuple[str, float]]:
+    engine = db.make_engine(Settings(database_url=url).effective_database_url)
+    with db.make_session_factory(engine)() as session:
+        data = series(session=session, case_slug="qwen-image-t2i-1024", hardware="H200")
+    engine.dispose()
+    return [(point.commit_sha, round(point.value or 0, 1)) for point in data.points]
+
+
+def test_import_a_directory_into_the_database(cli_env: str, tmp_path: Path) -> None:
+    folder = log_directory(tmp_path)
+    args = ["import-log", str(folder), "--case", "qwen-image-t2i-1024", "--hardware", "H200"]
+    code, output = invoke(*args)
+    assert code == 1, output  # some logs were not stored
+    check_directory_output(output, again=False)
+    # The dump beside the baseline gave its per-step times: the median step is its value of record.
+    assert series_values(cli_env) == [("669a9bd", 263.8), ("4739f2e", 287.6), ("9c1d5e2", 258.2)]
+    # In-process, the marked series was evaluated at the end: the regression (and its fix) is an alert.
+    assert count_rows(cli_env, "alerts") == 1
+    assert count_rows(cli_env, "pending_evaluations") == 0
+    code, output = invoke(*args)
+    assert code == 1
+    check_directory_output(output, again=True)
+    for name in ("d-truncated-dump.log", "e-no-commit.log", "f-bad-meta.log", "g-unknown-case.log"):
+        (folder / name).unlink()
+    code, output = invoke(*args)
+    assert code == 0, output
+    assert "3 logs: 0 stored, 3 already stored, 0 refused, 0 could not be parsed" in output
+    # A log imported alone after its directory is the same run.
+    code, output = invoke(
+        "import-log",
+        str(folder / "b-fused.log"),
+        "--case",
+        "qwen-image-t2i-1024",
+        "--hardware",
+        "H200",
+        "--commit",
+        "4739f2e",
+        "--commit-time",
+        "2026-05-19T09:00:00Z",
+        "--title",
+        REGRESSION[1][3],
+    )
+    assert code == 0, output
+    assert "already stored" in output
+
+
+def test_import_a_directory_over_http(cli_env: str, tmp_path: Path) -> None:
+    code, output = invoke("token", "create", "lab-laptop", "--role", "runner")
+    assert code == 0, output
+    secret = output.strip().splitlines()[-1]
+    folder = log_directory(tmp_path)
+    settings = Settings(database_url=cli_env, data_dir=tmp_path, suite_dir=SUITES)
+    with live_server(settings) as url:
+        args = [
+            "import-log",
+            str(folder),
+            "--case",
+            "qwen-image-t2i-1024",
+            "--hardware",
+            "H200",
+            "--server",
+            url,
+        ]
+        code, output = invoke(*args, "--token", secret)
+        assert code == 1, output
+        check_directory_output(output, again=False)
+        code, output = invoke(*args, "--token", secret)
+        check_directory_output(output, again=True)
+        code, output = invoke(*args, "--token", "pt_wrong")
+        assert code == 1
+        assert "401" in output
+    assert series_values(cli_env) == [("669a9bd", 263.8), ("4739f2e", 287.6), ("9c1d5e2", 258.2)]

@@ -35,6 +35,7 @@ from tracker.models import (
     RunStatus,
 )
 from tracker.queue.jobs import PRIORITY, enqueue_job
+from tracker.series.latest import refresh_series
 from tracker.series.state import load_series_runs
 from tracker.statistics.paired_rounds import interfered_runs
 
@@ -70,6 +71,8 @@ def remeasure_interfered(session: Session, alert: Alert, comparison: Comparison,
                 )
             excluded.append(f"run {run.id} of {run.commit.short_sha} ({run.denoise_step_ms:.3g} ms)")
     if excluded:
+        # The series' newest points (``series_latest``, the overview's) without the excluded runs.
+        refresh_series(session=session, keys=[(alert.case_id, alert.hardware_kind_id)])
         alert.evidence = {**alert.evidence, "interfered_runs": excluded}
         record(
             alert,
@@ -122,6 +125,8 @@ def refute(session: Session, alert: Alert, note: str, now: dt.datetime, comparis
     for run in odd:
         run.excluded_reason = f"outlier: refuted by paired rounds (alert {alert.id}): {note}"[:2000]
         excluded.append({"run_id": run.id, "runner_id": run.runner_id, "value": run.denoise_step_ms})
+    if odd:  # the series' newest points (``series_latest``, the overview's) without them
+        refresh_series(session=session, keys=[(alert.case_id, alert.hardware_kind_id)])
     alert.evidence = {**alert.evidence, "outlier_runs": excluded, "outlier_side": side}
     alert.confirmation = AlertConfirmation.REFUTED
     names = _runner_names(session, [run.runner_id for run in odd])

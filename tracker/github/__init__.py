@@ -1,6 +1,6 @@
 """The PR comment bot: ``/perf`` commands in pull-request comments become comparisons.
 
-May import: detection and everything below it (never views).
+May import: detection, diagnosis and everything below them (never views).
 
 Modules: :mod:`events` (the deliveries the bot reads, checked field by field), :mod:`webhook`
 (signature check), :mod:`inbox` (deliveries stored on arrival and carried out afterwards, with

@@ -27,6 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.comparisons.summary import comparison_view
+from tracker.diagnosis.loading import comparison_diagnoses
 from tracker.errors import Conflict, NotFound
 from tracker.github.client import GithubClient, GithubError, client_from_settings
 from tracker.github.render import comparison_link, marker, render_comment
@@ -256,8 +257,9 @@ def _upsert_comment(*, session: Session, client: GithubClient, settings: Setting
     comparison = session.get(Comparison, row.comparison_id)
     if comparison is None:
         return
+    view = comparison_view(session=session, comparison_id=comparison.id)
     body = render_comment(
-        comparison_view(session=session, comparison_id=comparison.id), public_url=settings.public_url
+        view, public_url=settings.public_url, diagnoses=comparison_diagnoses(session=session, view=view)
     )
     repository = row.repository
     comment_id = comparison.github_comment_id

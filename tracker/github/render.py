@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tracker.comparisons.summary import ComparisonView, ResultView
+from tracker.diagnosis.facts import Finding
 from tracker.models import Candidate, ComparisonState, Verdict
+
+# Findings shown under each result that changed (the rest are on the comparison's page).
+FINDINGS_IN_COMMENT = 2
+_CHANGED = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
 
 _VERDICT = {
     Verdict.PENDING: "⏳ pending",
@@ -65,8 +70,15 @@ def comparison_link(public_url: str | None, comparison_id: int) -> str | None:
     return f"{public_url.rstrip('/')}/comparisons/{comparison_id}" if public_url else None
 
 
-def render_comment(view: ComparisonView, *, public_url: str | None) -> str:
-    """The whole comment: state, one table per hardware kind, compile counters, command, candidates."""
+def render_comment(
+    view: ComparisonView,
+    *,
+    public_url: str | None,
+    diagnoses: Mapping[tuple[int, int], Sequence[Finding]] | None = None,
+) -> str:
+    """The whole comment: state, one table per hardware kind with why each changed result changed
+    (the first findings of its diagnosis, keyed by case id and hardware kind id), compile counters,
+    command, candidates."""
     comparison = view.comparison
     lines = [
         marker(comparison.id),
@@ -89,7 +101,8 @@ def render_comment(view: ComparisonView, *, public_url: str | None) -> str:
         lines += [_row(result, public_url) for result in results]
         lines.append("")
         notes = [_note(result) for result in results if result.result.note]
-        lines += [note for note in notes if note]
+        notes += [why for result in results if (why := _why(result, diagnoses or {}))]
+        lines += notes
         if notes:
             lines.append("")
     counters = [line for result in view.results if (line := _compile_counters(result))]
@@ -128,6 +141,17 @@ def _row(view: ResultView, public_url: str | None) -> str:
 
 def _note(view: ResultView) -> str:
     return f"- {code(view.result.case.slug)}: {plain(view.result.note or '')}"
+
+
+def _why(view: ResultView, diagnoses: Mapping[tuple[int, int], Sequence[Finding]]) -> str | None:
+    """``- Why `case`: graph breaks rose 0 → 3 per run · …`` for a result that changed."""
+    result = view.result
+    if result.verdict not in _CHANGED:
+        return None
+    findings = diagnoses.get((result.case_id, result.hardware_kind_id), ())[:FINDINGS_IN_COMMENT]
+    if not findings:
+        return None
+    return f"- Why {code(result.case.slug)}: " + " · ".join(plain(finding.summary) for finding in findings)
 
 
 def _run_links(view: ResultView, public_url: str) -> str:

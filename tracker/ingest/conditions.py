@@ -8,7 +8,7 @@ the load average, and each GPU's clocks and throttle reasons before and after. H
 * :func:`conditions_from_environment` reads them leniently (an old runner sends none, a broken
   probe sends an ``error``: both are "not recorded", never a flag);
 * :func:`assess_conditions` is the pure decision: ``None`` (clean) or a :class:`ConditionFlag`;
-* :func:`flag_run` applies it to a run being stored (ingest);
+* :func:`condition_flag` gives the flag of a run being stored (ingest);
 * :func:`tracker.workflows.reruns.requeue_if_flagged` queues the flagged run's job once more
   when a job's run is stored; a re-run that is flagged again is kept, excluded, and not re-queued.
 """
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracker.models import Run, RunStatus
+from tracker.models import RunStatus
 from tracker.models.runs import MeasurementFlag
 from tracker.statistics.steps import FASTEST_BASIS
 
@@ -238,14 +238,12 @@ def _numbers(value: object) -> tuple[float, ...]:
     return tuple(number for item in value if (number := _number(item)) is not None)
 
 
-def flag_run(run: Run, environment: Mapping[str, Any]) -> ConditionFlag | None:
-    """Flag a successful run being stored whose conditions were not clean, and exclude it."""
-    if run.status is not RunStatus.OK:
+def condition_flag(
+    *, status: RunStatus, step_basis: str | None, environment: Mapping[str, Any]
+) -> ConditionFlag | None:
+    """The flag of a run being stored: ``None`` when its conditions were clean, or it failed."""
+    if status is not RunStatus.OK:
         return None  # a failed run measured nothing to exclude
-    flag = assess_conditions(
-        conditions_from_environment(environment), steps_in_thread_cpu=run.denoise_step_basis == FASTEST_BASIS
+    return assess_conditions(
+        conditions_from_environment(environment), steps_in_thread_cpu=step_basis == FASTEST_BASIS
     )
-    if flag is not None:
-        run.measurement_flag = flag.kind
-        run.excluded_reason = flag.reason
-    return flag

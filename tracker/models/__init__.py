@@ -40,7 +40,7 @@ from tracker.models.detection import (
     PendingEvaluation,
 )
 from tracker.models.jobs import Job, JobAttempt
-from tracker.models.runs import Run, RunArtifacts, RunStage, SeriesCount
+from tracker.models.runs import Run, RunArtifacts, RunStage, SeriesCount, SeriesLatest
 from tracker.models.vcs import Candidate, CandidatePatch, Commit
 
 __all__ = [
@@ -90,6 +90,7 @@ __all__ = [
     "RunStatus",
     "Runner",
     "SeriesCount",
+    "SeriesLatest",
     "SignInThrottle",
     "TokenRole",
     "Verdict",

@@ -161,3 +161,25 @@ class SeriesCount(Base):
     )
     runs: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     failed: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+
+class SeriesLatest(Base):
+    """What the overview shows of a case × hardware series, kept as runs are stored
+    (:mod:`tracker.series.latest`): its newest series points and its last nightly run, so the page
+    reads one row a series instead of ranking the recent runs of every series."""
+
+    __tablename__ = "series_latest"
+
+    case_id: Mapped[int] = mapped_column(ForeignKey("cases.id", ondelete="CASCADE"), primary_key=True)
+    hardware_kind_id: Mapped[int] = mapped_column(
+        ForeignKey("hardware_kinds.id", ondelete="CASCADE"), primary_key=True
+    )
+    points: Mapped[json_list] = mapped_column(
+        comment="newest series points first, at most 20: [run id, commit id, commit time (ISO 8601, UTC) "
+        "when stored, value of record ms, its basis]"
+    )
+    nightly_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"), comment="the last nightly run")
+    nightly_status: Mapped[RunStatus | None] = mapped_column(str_enum(RunStatus, "run_status"))
+    nightly_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="when the last nightly run ran (else was stored), UTC"
+    )

@@ -1,11 +1,11 @@
 """The job queue: enqueue once, lease to one runner at a time, expire, retry, finish.
 
-Leases: a claim hands the oldest, highest-priority queued job of the runner's hardware kind (and
-no more GPUs than it has) to exactly one runner. On PostgreSQL the candidate row is locked with
-``FOR UPDATE SKIP LOCKED``, so concurrent claimers never wait for or get the same job; on SQLite
-the claim runs in one ``BEGIN IMMEDIATE`` transaction, which serialises claimers. Heartbeats
-extend a lease; a lease that runs out puts the job back in the queue (its attempt counter already
-counts the lost attempt), and after ``max_attempts`` the job fails with every attempt's reason.
+Leases: a claim (:mod:`tracker.queue.claims`) hands the oldest, highest-priority queued job of the
+runner's hardware kind (and no more GPUs than it has) to exactly one runner. Heartbeats extend a
+lease; a lease that runs out (the scheduler looks every few seconds, off the claim path) puts the
+job back in the queue (its attempt counter already counts the lost attempt), and after
+``max_attempts`` the job fails with every attempt's reason. A job put (back) in the queue wakes
+the runners waiting for its hardware kind (:mod:`tracker.queue.wakeups`).
 
 Paired checks (a suspect's confirmation, a bisection step's rounds) run every round on one
 runner, so that runner-to-runner differences cannot pose as a change: the first claim of one of
@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import and_, exists, or_, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -32,7 +32,6 @@ from tracker.models import (
     AttemptOutcome,
     Candidate,
     Case,
-    Comparison,
     ComparisonKind,
     HardwareKind,
     Job,
@@ -43,11 +42,12 @@ from tracker.models import (
     utcnow,
 )
 from tracker.observability.metrics import record_lease_expiries
+from tracker.queue.wakeups import job_queued
 
 DEFAULT_LEASE = dt.timedelta(minutes=5)
 # A pinned runner silent this long (no claim, heartbeat or registration) no longer holds its checks.
 PIN_STALE_AFTER = dt.timedelta(minutes=30)
-_PINNED_KINDS = (ComparisonKind.CONFIRMATION, ComparisonKind.BISECT)
+PINNED_KINDS = (ComparisonKind.CONFIRMATION, ComparisonKind.BISECT)
 # Who waits for a job decides its place in the queue: a confirmation holds an alert back, a
 # bisection narrows one down, a pull request's author waits for a comment; nightly runs fill the rest.
 PRIORITY: dict[JobReason, int] = {
@@ -121,6 +121,7 @@ def enqueue_job(
         with session.begin_nested():
             session.add(job)
             session.flush()
+            job_queued(session=session, hardware_kind_id=hardware.id)
     except IntegrityError:
         # Another process enqueued the same job between our check and insert.
         existing = session.scalar(select(Job).where(Job.idempotency_key == key))
@@ -158,61 +159,10 @@ def expire_leases(*, session: Session, now: dt.datetime | None = None) -> list[J
             job.failure_reason = _all_reasons(job)
         else:
             job.state = JobState.QUEUED
+            job_queued(session=session, hardware_kind_id=job.hardware_kind_id)
     session.flush()
     record_lease_expiries(len(expired))
     return list(expired)
-
-
-def claim_job(
-    *, session: Session, runner: Runner, lease: dt.timedelta = DEFAULT_LEASE, now: dt.datetime | None = None
-) -> Job | None:
-    """Lease the next job this runner can run, or ``None`` when there is none.
-
-    Leases that ran out are not looked at here: :func:`tracker.workflows.jobs.claim` expires them
-    first, and reacts to the jobs that ended.
-    """
-    now = now or utcnow()
-    runner.last_heartbeat_at = now
-    pinned_elsewhere = exists(
-        select(Comparison.id)
-        .join(Runner, Runner.id == Comparison.runner_id)
-        .where(
-            Comparison.id == Job.comparison_id,
-            Comparison.runner_id != runner.id,
-            Runner.last_heartbeat_at > now - PIN_STALE_AFTER,
-        )
-    )
-    job = session.scalar(
-        select(Job)
-        .where(
-            Job.state == JobState.QUEUED,
-            Job.hardware_kind_id == runner.hardware_kind_id,
-            Job.num_gpus <= runner.gpu_count,
-            or_(Job.comparison_id.is_(None), and_(~pinned_elsewhere)),
-        )
-        .order_by(Job.priority.desc(), Job.id)
-        .limit(1)
-        .with_for_update(skip_locked=True)
-    )
-    if job is None:
-        session.flush()
-        return None
-    if job.comparison_id is not None:
-        _pin(session=session, comparison_id=job.comparison_id, runner=runner)
-    job.state = JobState.LEASED
-    job.attempts += 1
-    job.leased_by_runner_id = runner.id
-    job.leased_at = now
-    job.lease_expires_at = now + lease
-    session.flush()
-    return job
-
-
-def _pin(*, session: Session, comparison_id: int, runner: Runner) -> None:
-    """Pin a paired check to the runner that claims its first arm (or takes it over)."""
-    comparison = session.scalar(select(Comparison).where(Comparison.id == comparison_id).with_for_update())
-    if comparison is not None and comparison.kind in _PINNED_KINDS and comparison.runner_id != runner.id:
-        comparison.runner_id = runner.id
 
 
 def live_job(
@@ -273,6 +223,7 @@ def release_job(
     )
     job.max_attempts += 1  # a clean hand-back is not a failed attempt
     job.state = JobState.QUEUED
+    job_queued(session=session, hardware_kind_id=job.hardware_kind_id)
     session.flush()
     return job
 

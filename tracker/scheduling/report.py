@@ -85,6 +85,9 @@ def render_nightly(view: NightlyRunView, *, public_url: str | None) -> str:
                 f"- {alert.direction.value} {alert.change_pct:+.1f} % on `{_code(alert.case.slug)}` / "
                 f"{_code(alert.hardware_kind.name)}{link}"
             )
+            lines += [
+                f"  - why: {_text(finding.summary)}" for finding in view.diagnoses.get(alert.id, [])[:1]
+            ]
     elif run.error is None:
         lines += ["", "No change found since this nightly."]
     if base:

@@ -1,5 +1,6 @@
 """What the nightly page and ``GET /api/v1/nightly`` show: per schedule, its latest runs, what
-they queued, which jobs failed, and the alerts created since each run."""
+they queued, which jobs failed, and the alerts created since each run with why each changed (their
+diagnoses, read for the whole page at once)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from tracker.diagnosis.facts import Finding
+from tracker.diagnosis.loading import alert_diagnoses
 from tracker.models import Alert, Candidate, Case, Commit, Job, JobReason, JobState, NightlyRun
 
 
@@ -32,6 +35,7 @@ class NightlyRunView:
     jobs_by_state: dict[str, int] = field(default_factory=dict)
     failed_jobs: list[FailedJob] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
+    diagnoses: dict[int, list[Finding]] = field(default_factory=dict)  # by alert id
 
     @property
     def ok(self) -> bool:
@@ -66,7 +70,18 @@ def nightly_summary(
             views.append(_view(session=session, run=run, until=until, alert_limit=alert_limit))
             until = run.fired_at
         summaries.append(ScheduleSummary(schedule=name, runs=views))
+    _diagnose(session, [view for summary in summaries for view in summary.runs])
     return summaries
+
+
+def _diagnose(session: Session, views: list[NightlyRunView]) -> None:
+    """Every listed alert's diagnosis, in one set of queries for all the views."""
+    alerts = {alert.id: alert for view in views for alert in view.alerts}
+    if not alerts:
+        return
+    found = alert_diagnoses(session=session, alerts=list(alerts.values()))
+    for view in views:
+        view.diagnoses = {alert.id: found.get(alert.id, []) for alert in view.alerts}
 
 
 def nightly_run_view(*, session: Session, run: NightlyRun, alert_limit: int = 50) -> NightlyRunView:
@@ -77,7 +92,9 @@ def nightly_run_view(*, session: Session, run: NightlyRun, alert_limit: int = 50
         .order_by(NightlyRun.fired_at)
         .limit(1)
     )
-    return _view(session=session, run=run, until=until, alert_limit=alert_limit)
+    view = _view(session=session, run=run, until=until, alert_limit=alert_limit)
+    _diagnose(session, [view])
+    return view
 
 
 def _view(

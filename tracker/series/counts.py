@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlalchemy import case, delete, func, insert, select
 from sqlalchemy.orm import Session
 
@@ -11,12 +13,26 @@ from tracker.models import Run, RunStatus, SeriesCount
 
 def count_run(*, session: Session, case_id: int, hardware_kind_id: int, failed: bool) -> None:
     """Add one stored run to its series' counts (an atomic upsert: concurrent uploads add up)."""
+    count_runs(session=session, added={(case_id, hardware_kind_id): (1, int(failed))})
+
+
+def count_runs(*, session: Session, added: Mapping[tuple[int, int], tuple[int, int]]) -> None:
+    """Add stored runs to their series' counts in one upsert: ``(case_id, hardware_kind_id)`` to
+    ``(runs, failed)`` added. Series in id order, so concurrent batches lock rows in one order."""
+    if not added:
+        return
     statement = db.upsert_insert(session, SeriesCount).values(
-        case_id=case_id, hardware_kind_id=hardware_kind_id, runs=1, failed=int(failed)
+        [
+            {"case_id": case_id, "hardware_kind_id": kind_id, "runs": runs, "failed": failed}
+            for (case_id, kind_id), (runs, failed) in sorted(added.items())
+        ]
     )
     statement = statement.on_conflict_do_update(
         index_elements=[SeriesCount.case_id, SeriesCount.hardware_kind_id],
-        set_={"runs": SeriesCount.runs + 1, "failed": SeriesCount.failed + int(failed)},
+        set_={
+            "runs": SeriesCount.runs + statement.excluded.runs,
+            "failed": SeriesCount.failed + statement.excluded.failed,
+        },
     )
     session.execute(statement)
 

@@ -11,7 +11,7 @@ evaluated once.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -24,9 +24,23 @@ Evaluate = Callable[[Case, HardwareKind], list[Alert]]
 
 def mark_pending(*, session: Session, case_id: int, hardware_kind_id: int, now: dt.datetime) -> None:
     """Note that a series has new points (a no-op when it is marked already)."""
+    mark_all_pending(session=session, series=[(case_id, hardware_kind_id)], now=now)
+
+
+def mark_all_pending(*, session: Session, series: Iterable[tuple[int, int]], now: dt.datetime) -> None:
+    """Mark every ``(case_id, hardware_kind_id)`` series in one statement (those marked already keep
+    their mark and its time)."""
+    marks = sorted(set(series))
+    if not marks:
+        return
     statement = (
         db.upsert_insert(session, PendingEvaluation)
-        .values(case_id=case_id, hardware_kind_id=hardware_kind_id, queued_at=now)
+        .values(
+            [
+                {"case_id": case_id, "hardware_kind_id": kind_id, "queued_at": now}
+                for case_id, kind_id in marks
+            ]
+        )
         .on_conflict_do_nothing()
     )
     session.execute(statement)

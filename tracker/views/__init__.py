@@ -1,4 +1,4 @@
 """Read models for the pages and the API: nothing here writes.
 
-May import: detection and everything below it (never github).
+May import: detection, diagnosis and everything below them (never github).
 """

@@ -2,8 +2,8 @@
 baseline, a sparkline's worth of recent runs, its open alerts, its last nightly run and its newest
 regression, read in a fixed number of queries whatever the data.
 
-The newest points and the last nightly run of every series are each read in two passes: an indexed
-first pass over recent data, and a second over all runs of the few series the first left short.
+The newest points and the last nightly run of every series come from the read model ingest keeps,
+``series_latest`` (:mod:`tracker.series.latest`): one row a series, not a ranking of recent runs.
 """
 
 from __future__ import annotations
@@ -11,35 +11,30 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import ColumnExpressionArgument, func, select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from tracker.models import (
     Alert,
     AlertStatus,
-    Candidate,
     Case,
+    CaseHardware,
     Commit,
     Direction,
     HardwareKind,
-    Job,
-    JobReason,
-    Run,
-    RunStatus,
     SeriesCount,
 )
+from tracker.series.latest import CommitRef, LatestReads, SeriesSummary, read_current_latest
+from tracker.series.points import LATEST_POINTS, SeriesKey
 from tracker.statistics.steps import change_pct
 
 BASELINE_RUNS = 5  # the overview's baseline: median of this many runs before the latest
-SPARKLINE_RUNS = 20  # runs drawn in an overview sparkline
-LATEST_POINTS = max(SPARKLINE_RUNS, BASELINE_RUNS + 1)  # newest points the overview reads per series
-RECENT_COMMITS = LATEST_POINTS + 5  # commits the overview's first, indexed pass ranks runs of
-NIGHTLY_WINDOW = dt.timedelta(days=7)  # how far back from the newest run the first pass looks for nightlies
+SPARKLINE_RUNS = LATEST_POINTS  # runs drawn in an overview sparkline: as many as a series keeps
 RECENT_REGRESSION = dt.timedelta(days=30)  # a regression counts as recent within this of the newest run
-
-SeriesKey = tuple[int, int]  # (case id, hardware kind id)
+NOTHING = SeriesSummary()  # a series without points or nightly runs
+if LATEST_POINTS < BASELINE_RUNS + 1:
+    raise ImportError("series_latest keeps too few points for the overview's baseline")
 
 
 @dataclass(frozen=True)
@@ -104,18 +99,32 @@ class OverviewRow:
 
 
 @dataclass(frozen=True)
+class _CaseFacts:
+    """What the overview shows of a current case (columns of ``cases``), and its kinds."""
+
+    id: int
+    slug: str
+    title: str
+    model: str
+    model_family: str
+    suite: str
+    threshold_pct: float
+    set_up: dict[int, float | None]  # the kinds it is set up for, in order → a threshold of its own
+
+
+@dataclass(frozen=True)
 class _SeriesReads:
     """What the overview read about every series, by (case id, hardware kind id)."""
 
     counts: dict[SeriesKey, tuple[int, int]]  # runs, failed runs
-    latest: dict[SeriesKey, list[Any]]  # newest points first
-    nightly: dict[SeriesKey, Any]  # the last nightly run
+    latest: LatestReads  # newest points and last nightly run, and the points' commits
     open_alerts: dict[tuple[int, int, Direction], int]
     regressions: dict[SeriesKey, RecentRegression]
 
 
 def overview(*, session: Session) -> list[OverviewRow]:
-    """Every current case × hardware kind it runs on or has runs for, in eleven queries whatever the data.
+    """Every current case × hardware kind it runs on or has runs for, in eight queries whatever the
+    data (two or three more when a series' ``series_latest`` row is missing or out of date).
 
     Rows with an open regression come first, then those with a recent one (fixed or acknowledged),
     then by model family, case and hardware.
@@ -123,22 +132,42 @@ def overview(*, session: Session) -> list[OverviewRow]:
     counts = _series_counts(session)
     reads = _SeriesReads(
         counts=counts,
-        latest=_latest_points(session, counts),
-        nightly=_last_nightly(session, counts),
+        latest=read_current_latest(session=session, expected=counts.keys()),
         open_alerts=_open_alert_counts(session),
         regressions=_newest_regressions(session),
     )
-    cases = session.scalars(
-        select(Case).where(Case.is_current.is_(True)).options(selectinload(Case.hardware))
-    ).all()
-    kinds = {kind.id: kind for kind in session.scalars(select(HardwareKind))}
+    kinds = {row.id: row.name for row in session.execute(select(HardwareKind.id, HardwareKind.name))}
+    measured_on: dict[int, list[int]] = {}  # case id → the kinds it has runs on
+    for case_id, kind_id in counts:
+        measured_on.setdefault(case_id, []).append(kind_id)
     rows = [
-        _overview_row(case, kinds[kind_id], reads)
-        for case in cases
-        for kind_id in _hardware_kind_ids(case, counts)
+        _overview_row(case, kind_id, kinds[kind_id], reads)
+        for case in _current_cases(session)
+        for kind_id in [
+            *case.set_up,
+            *(kind for kind in measured_on.get(case.id, []) if kind not in case.set_up),
+        ]
     ]
     rows.sort(key=lambda row: (row.rank, row.family, row.case_slug, row.hardware))
     return rows
+
+
+def _current_cases(session: Session) -> list[_CaseFacts]:
+    """What the overview shows of each current case, and the kinds it is set up for (two queries)."""
+    set_up: dict[int, dict[int, float | None]] = {}
+    for entry in session.execute(
+        select(CaseHardware.case_id, CaseHardware.hardware_kind_id, CaseHardware.threshold_pct)
+        .join(Case, Case.id == CaseHardware.case_id)
+        .where(Case.is_current.is_(True))
+        .order_by(CaseHardware.id)
+    ):
+        set_up.setdefault(entry.case_id, {})[entry.hardware_kind_id] = entry.threshold_pct
+    cases = session.execute(
+        select(
+            Case.id, Case.slug, Case.title, Case.model, Case.model_family, Case.suite, Case.threshold_pct
+        ).where(Case.is_current.is_(True))
+    )
+    return [_CaseFacts(*case, set_up=set_up.get(case.id, {})) for case in cases]
 
 
 def _series_counts(session: Session) -> dict[SeriesKey, tuple[int, int]]:
@@ -193,187 +222,49 @@ def _newest_regressions(session: Session) -> dict[SeriesKey, RecentRegression]:
     return regressions
 
 
-def _hardware_kind_ids(case: Case, counts: dict[SeriesKey, tuple[int, int]]) -> list[int]:
-    """The kinds a case is set up for, then any others it has runs on."""
-    kind_ids = [entry.hardware_kind_id for entry in case.hardware]
-    return kind_ids + [
-        kind_id for (case_id, kind_id) in counts if case_id == case.id and kind_id not in kind_ids
-    ]
-
-
-def _overview_row(case: Case, kind: HardwareKind, reads: _SeriesReads) -> OverviewRow:
+def _overview_row(case: _CaseFacts, kind_id: int, hardware: str, reads: _SeriesReads) -> OverviewRow:
     """The overview row of one series from what was read about every series."""
-    key = (case.id, kind.id)
+    key = (case.id, kind_id)
+    threshold = case.set_up.get(kind_id)
     runs, failed = reads.counts.get(key, (0, 0))
-    points = reads.latest.get(key, [])
-    head = points[0] if points else None
-    before = [float(point.denoise_step_ms) for point in points[1 : BASELINE_RUNS + 1]]
-    last_night = reads.nightly.get(key)
+    latest = reads.latest.series.get(key, NOTHING)
+    head = latest.head
+    commit = reads.latest.commits[head.commit_id] if head else None
+    before = list(latest.values_ms[1 : BASELINE_RUNS + 1])
+    last_night = latest.nightly
     return OverviewRow(
         case_slug=case.slug,
         case_title=case.title,
         model=case.model,
         family=case.model_family,
         suite=case.suite,
-        hardware=kind.name,
-        threshold_pct=case.threshold_for(kind.name),
+        hardware=hardware,
+        threshold_pct=case.threshold_pct if threshold is None else threshold,  # as Case.threshold_for
         run_count=runs,
         failed_count=failed,
-        latest_run_id=head.id if head else None,
-        latest_value_ms=float(head.denoise_step_ms) if head else None,
-        latest_basis=head.denoise_step_basis if head else None,
-        latest_commit_sha=head.sha if head else None,
-        latest_committed_at=head.committed_at if head else None,
+        latest_run_id=head.run_id if head else None,
+        latest_value_ms=head.value_ms if head else None,
+        latest_basis=head.basis if head else None,
+        latest_commit_sha=commit.sha if commit else None,
+        latest_committed_at=commit.committed_at if commit else None,
         previous_value_ms=before[0] if before else None,
         baseline_ms=statistics.median(before) if before else None,
         baseline_runs=len(before),
-        recent_ms=tuple(float(point.denoise_step_ms) for point in reversed(points[:SPARKLINE_RUNS])),
+        recent_ms=latest.values_ms[:SPARKLINE_RUNS][::-1],
         open_regressions=reads.open_alerts.get((*key, Direction.REGRESSION), 0),
         open_improvements=reads.open_alerts.get((*key, Direction.IMPROVEMENT), 0),
         last_nightly_status=str(last_night.status) if last_night else None,
-        last_nightly_at=_as_utc(last_night.at) if last_night else None,
-        last_nightly_run_id=last_night.id if last_night else None,
-        recent_regression=_if_recent(reads.regressions.get(key), head),
+        last_nightly_at=last_night.at if last_night else None,
+        last_nightly_run_id=last_night.run_id if last_night else None,
+        recent_regression=_if_recent(reads.regressions.get(key), commit),
     )
 
 
-def _if_recent(regression: RecentRegression | None, head: Any) -> RecentRegression | None:
+def _if_recent(regression: RecentRegression | None, head: CommitRef | None) -> RecentRegression | None:
     """``regression`` if its first-bad commit is within :data:`RECENT_REGRESSION` of the latest point."""
     if regression is None or head is None or regression.first_bad_at < head.committed_at - RECENT_REGRESSION:
         return None
     return regression
-
-
-def _plain_branch_runs() -> tuple[ColumnExpressionArgument[bool], ...]:
-    """Runs that are series points: plain commits, outside comparisons, not excluded."""
-    return (
-        Case.is_current.is_(True),
-        Candidate.is_plain,
-        Job.comparison_id.is_(None),
-        Run.excluded_reason.is_(None),
-    )
-
-
-def _latest_points(session: Session, counts: dict[SeriesKey, tuple[int, int]]) -> dict[SeriesKey, list[Any]]:
-    """The newest :data:`LATEST_POINTS` series points of every series, newest first.
-
-    A first pass ranks only the runs of the newest :data:`RECENT_COMMITS` commits (an index
-    lookup instead of a window over every run); a series with fewer points there and more runs
-    in all is ranked again over all its runs. Any run left out of the first pass is on an older
-    commit than every run in it, so the result is exactly that of one pass over all runs.
-    """
-    cutoff = session.scalar(
-        select(Commit.committed_at).order_by(Commit.committed_at.desc()).offset(RECENT_COMMITS - 1).limit(1)
-    )
-    latest = _ranked_points(session, since=cutoff)
-    short = {
-        key
-        for key, (runs, _) in counts.items()
-        if len(latest.get(key, [])) < LATEST_POINTS and runs > len(latest.get(key, []))
-    }
-    # Always run (if need be, for no case at all): the page's query count stays the same.
-    if cutoff is None:
-        short = set()  # the first pass read every run
-    again = _ranked_points(session, case_ids={case_id for case_id, _ in short})
-    latest.update({key: again.get(key, []) for key in short})
-    return latest
-
-
-def _ranked_points(
-    session: Session, *, since: dt.datetime | None = None, case_ids: set[int] | None = None
-) -> dict[SeriesKey, list[Any]]:
-    """The newest :data:`LATEST_POINTS` series points of every series (runs of commits since
-    ``since`` and of ``case_ids``, where given), newest first."""
-    conditions = [*_plain_branch_runs(), Run.status == RunStatus.OK, Run.denoise_step_ms.is_not(None)]
-    if since is not None:  # as a subquery, so that SQLite too starts from the few recent commits
-        conditions.append(Run.commit_id.in_(select(Commit.id).where(Commit.committed_at >= since)))
-    if case_ids is not None:
-        conditions.append(Run.case_id.in_(sorted(case_ids)))
-    ranked = (
-        select(
-            Run.id,
-            Run.case_id,
-            Run.hardware_kind_id,
-            Run.denoise_step_ms,
-            Run.denoise_step_basis,
-            Commit.sha,
-            Commit.committed_at,
-            func.row_number()
-            .over(
-                partition_by=(Run.case_id, Run.hardware_kind_id),
-                order_by=(Commit.committed_at.desc(), Run.id.desc()),
-            )
-            .label("rank"),
-        )
-        .join(Commit, Commit.id == Run.commit_id)
-        .join(Case, Case.id == Run.case_id)
-        .join(Candidate, Candidate.id == Run.candidate_id)
-        .outerjoin(Job, Job.id == Run.job_id)
-        .where(*conditions)
-        .subquery()
-    )
-    latest: dict[SeriesKey, list[Any]] = {}
-    for row in session.execute(select(ranked).where(ranked.c.rank <= LATEST_POINTS).order_by(ranked.c.rank)):
-        latest.setdefault((row.case_id, row.hardware_kind_id), []).append(row)
-    return latest
-
-
-def _last_nightly(session: Session, counts: dict[SeriesKey, tuple[int, int]]) -> dict[SeriesKey, Any]:
-    """The newest nightly run of every series (by when it ran), if it has one.
-
-    A first pass looks only at runs of the last :data:`NIGHTLY_WINDOW` before the newest run
-    (``ix_runs_measured_at``); series without a nightly run there are looked up over all their
-    runs. A run outside the window ran before every run inside it, so nothing differs from one
-    pass over all runs.
-    """
-    newest = _as_utc(session.scalar(select(func.max(Run.measured_at))))
-    since = newest - NIGHTLY_WINDOW if newest is not None else None
-    found = _nightly_ranked(session, since=since)
-    missing = {key for key in counts if key not in found} if since is not None else set()
-    again = _nightly_ranked(session, case_ids={case_id for case_id, _ in missing})  # always: see above
-    found.update({key: again[key] for key in missing if key in again})
-    return found
-
-
-def _nightly_ranked(
-    session: Session, *, since: dt.datetime | None = None, case_ids: set[int] | None = None
-) -> dict[SeriesKey, Any]:
-    """The newest nightly run of every series (runs since ``since`` and of ``case_ids``, where given)."""
-    at = func.coalesce(Run.measured_at, Run.created_at)
-    conditions = [Case.is_current.is_(True), Job.reason == JobReason.NIGHTLY]
-    if since is not None:
-        recent = select(Run.id).where(Run.measured_at >= since)
-        undated = select(Run.id).where(Run.measured_at.is_(None), Run.created_at >= since)
-        conditions.append(Run.id.in_(recent.union_all(undated)))  # two range scans of indexes
-    if case_ids is not None:
-        conditions.append(Run.case_id.in_(sorted(case_ids)))
-    nightly_ranked = (
-        select(
-            Run.id,
-            Run.case_id,
-            Run.hardware_kind_id,
-            Run.status,
-            at.label("at"),
-            func.row_number()
-            .over(partition_by=(Run.case_id, Run.hardware_kind_id), order_by=(at.desc(), Run.id.desc()))
-            .label("rank"),
-        )
-        .join(Job, Job.id == Run.job_id)
-        .join(Case, Case.id == Run.case_id)
-        .where(*conditions)
-        .subquery()
-    )
-    return {
-        (row.case_id, row.hardware_kind_id): row
-        for row in session.execute(select(nightly_ranked).where(nightly_ranked.c.rank == 1))
-    }
-
-
-def _as_utc(value: dt.datetime | None) -> dt.datetime | None:
-    """SQLite hands back naive datetimes from expressions; every stored time is UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=dt.UTC)
 
 
 __all__ = [

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from tracker.enums import JobState
 from tracker.models import Job, Runner, utcnow
 from tracker.queue import jobs as queue
+from tracker.queue.claims import claim_job
 from tracker.workflows.reactions import after_job_ended
 
 
@@ -35,10 +36,9 @@ def claim(
     lease: dt.timedelta = queue.DEFAULT_LEASE,
     now: dt.datetime | None = None,
 ) -> Job | None:
-    """Expire what ran out (so its job can be handed out again), then lease the next job."""
-    now = now or utcnow()
-    expire(session=session, now=now)
-    return queue.claim_job(session=session, runner=runner, lease=lease, now=now)
+    """Lease the next job. Leases that ran out are the scheduler's to expire (:func:`expire`), not a
+    claim's: a claim stays one statement however many runners ask at once."""
+    return claim_job(session=session, runner=runner, lease=lease, now=now or utcnow())
 
 
 def cancel(*, session: Session, job_id: int, reason: str, now: dt.datetime | None = None) -> Job:

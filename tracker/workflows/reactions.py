@@ -9,6 +9,7 @@ import) feeds change detection, and a bisect job's result moves its bisection on
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
 from sqlalchemy.orm import Session
 
@@ -87,6 +88,13 @@ def after_import(*, session: Session, run: Run, now: dt.datetime, defer: bool = 
     """React to an imported run: it is a series point when it measured a plain commit."""
     if _is_plain(session, run.candidate_id):
         _evaluate(session=session, case=run.case, hardware=run.hardware_kind, now=now, defer=defer)
+
+
+def after_batch_import(*, session: Session, series: Iterable[tuple[int, int]], now: dt.datetime) -> None:
+    """React to a batch of imported runs of plain commits: mark each ``(case_id, hardware_kind_id)``
+    series once for the scheduler's pending pass (``pending-detection``, every few seconds), which
+    evaluates it once however many of the batch's runs it got, whatever ``detection_deferred`` says."""
+    pending.mark_all_pending(session=session, series=series, now=now)
 
 
 def evaluate_pending_series(*, session: Session, now: dt.datetime) -> list[Alert]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from sqlalchemy.orm import Session
 
 from tracker.detection.confirmation import confirmation_of
 from tracker.detection.triage import get_alert, list_alerts, request_bisection, triage_alert
-from tracker.models import utcnow
+from tracker.diagnosis.loading import alert_diagnosis
+from tracker.models import Alert, utcnow
 from tracker.workflows.sweep import sweep
 from web.deps import AdminTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.followups import FollowUpsDep
@@ -17,6 +19,12 @@ from web.schemas.errors import ADMIN, BODY, errors
 from web.schemas.params import AlertId
 
 router = APIRouter(prefix="/alerts", tags=["alerts"])
+
+
+def _detail(session: Session, alert: Alert) -> AlertDetailOut:
+    return AlertDetailOut.detail(
+        alert, confirmation_of(session=session, alert=alert), alert_diagnosis(session=session, alert=alert)
+    )
 
 
 @router.get("", response_model=list[AlertOut], responses=errors(422))
@@ -60,9 +68,8 @@ def read_alerts(
     "/{alert_id}", response_model=AlertDetailOut, responses=errors(404, 422, notes={404: "No such alert"})
 )
 def read_alert(alert_id: AlertId, session: SessionDep) -> AlertDetailOut:
-    """One alert with its events, bisection steps and evidence."""
-    alert = get_alert(session=session, alert_id=alert_id)
-    return AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
+    """One alert with its events, bisection steps, evidence and diagnosis (why it changed)."""
+    return _detail(session, get_alert(session=session, alert_id=alert_id))
 
 
 @router.post(
@@ -85,7 +92,7 @@ def triage(
         now=utcnow(),
     )
     session.commit()
-    return AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
+    return _detail(session, alert)
 
 
 @router.post(
@@ -103,7 +110,7 @@ def bisect(
     alert = request_bisection(session=session, alert_id=alert_id, now=utcnow())
     session.commit()
     follow_ups.start_bisections()
-    return AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
+    return _detail(session, alert)
 
 
 @router.post("/sweep", response_model=SweepOut, responses=errors(ADMIN))

@@ -15,6 +15,7 @@ from tracker.comparisons.creation import (
 )
 from tracker.comparisons.progress import cancel_comparison
 from tracker.comparisons.summary import comparison_view, list_comparisons
+from tracker.diagnosis.loading import comparison_diagnoses
 from tracker.enums import enum_values
 from tracker.errors import InvalidInput
 from tracker.models import ComparisonState
@@ -89,8 +90,10 @@ def read_comparisons(
     "/{comparison_id}", response_model=ComparisonDetailOut, responses=errors(404, 422, notes=_NOT_FOUND)
 )
 def read_comparison(comparison_id: ComparisonId, session: SessionDep) -> ComparisonDetailOut:
-    """One comparison: per case × hardware the verdict, change, interval, threshold and rounds."""
-    return ComparisonDetailOut.of_view(comparison_view(session=session, comparison_id=comparison_id))
+    """One comparison: per case × hardware the verdict, change, interval, threshold, rounds and,
+    once there is a verdict, the diagnosis (why head differs from base)."""
+    view = comparison_view(session=session, comparison_id=comparison_id)
+    return ComparisonDetailOut.of_view(view, comparison_diagnoses(session=session, view=view))
 
 
 @comparisons.post(

@@ -5,24 +5,36 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.enums import enum_values
 from tracker.errors import InvalidInput
+from tracker.ingest.batch import validate_each
 from tracker.ingest.results import IngestLimits
 from tracker.models import JobReason, JobState
 from tracker.queue.jobs import enqueue_job, get_job, heartbeat, list_jobs, release_job
 from tracker.queue.runners import acting_runner
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.batches import store_job_results
 from tracker.workflows.results import store_job_result
+from web.batches import batch_out, job_ids_sent
 from web.deps import AdminTokenDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.followups import FollowUpsDep
 from web.schemas import EnqueueIn, EnqueueOut, JobOut, job_out
 from web.schemas.errors import ADMIN, BODY, NOT_THIS_RUNNER, RUNNER, errors
 from web.schemas.params import JobId
-from wire import AttemptIn, JobResultIn, LeaseOut, ResultCreated
+from wire import (
+    MAX_BATCH_ITEMS,
+    AttemptIn,
+    BatchOut,
+    JobResultBatchIn,
+    JobResultIn,
+    JobResultItemIn,
+    LeaseOut,
+    ResultCreated,
+)
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 RunnerName = Annotated[
@@ -90,6 +102,49 @@ def list_queue(
         session=session, state=chosen_state, hardware=kind, limit=min(limit, settings.max_page_size)
     )
     return [job_out(job) for job in jobs]
+
+
+@router.post(
+    "/results",
+    response_model=BatchOut,
+    responses=errors(
+        RUNNER,
+        BODY,
+        403,
+        404,
+        notes={
+            403: NOT_THIS_RUNNER,
+            404: "No such runner (register it first)",
+            413: "Request body over the configured size limit (an item's log over its limit is refused alone)",
+            422: f"Not a batch: no `results` list, or more than {MAX_BATCH_ITEMS} items (a bad item is "
+            "refused alone, in the 200 answer)",
+        },
+    ),
+)
+def upload_results(
+    body: JobResultBatchIn,
+    request: Request,
+    session: WriteSessionDep,
+    settings: SettingsDep,
+    follow_ups: FollowUpsDep,
+    token: RunnerTokenDep,
+    runner: RunnerName = None,
+) -> BatchOut:
+    """Store several attempts' results of the acting runner; 200 with one line per item, in order.
+
+    Each item is ``{"job_id": ID, "result": <what POST /jobs/{id}/result takes>}`` and is checked and
+    stored as that endpoint does it: the attempt must still hold its lease for this runner (else the
+    item is ``refused`` with ``error_status`` 409 and the reason), a repeat is a ``duplicate`` with the
+    stored run, and a new run finishes its job and moves its comparison, bisection or series on.
+    A refused item never stops the others; all are committed together.
+    """
+    owner = acting_runner(session=session, token=token, name=runner)
+    limits = IngestLimits.from_settings(settings)
+    uploads = validate_each(JobResultItemIn, body.results)
+    items = store_job_results(session=session, runner=owner, uploads=uploads, limits=limits)
+    session.commit()
+    follow_ups.start_bisections()
+    return batch_out(request, items, job_ids_sent(body.results))
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=errors(404, 422, notes={404: "No such job"}))

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends
 from web.api import (
     alerts,
     cases,
+    claims,
     comparisons,
     github,
     hardware,
@@ -26,6 +27,7 @@ api_router.include_router(series.router)
 api_router.include_router(runs.router)
 api_router.include_router(results.router)
 api_router.include_router(runners.router)
+api_router.include_router(claims.router)
 api_router.include_router(jobs.router)
 api_router.include_router(alerts.router)
 api_router.include_router(comparisons.router)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from tracker.scheduling.summary import NightlyRunView, nightly_summary
 from web.deps import SessionDep
+from web.schemas.diagnosis import FindingOut, findings_out
 from web.schemas.errors import errors
 
 
@@ -24,6 +25,9 @@ class NightlyAlertOut(BaseModel):
     change_pct: float
     status: str
     created_at: dt.datetime
+    diagnosis: list[FindingOut] = Field(
+        default_factory=list, description="why it changed, most telling first (see GET /api/v1/alerts/{id})"
+    )
 
 
 class NightlyFailedJobOut(BaseModel):
@@ -95,6 +99,7 @@ class NightlyRunOut(BaseModel):
                     change_pct=alert.change_pct,
                     status=alert.status.value,
                     created_at=alert.created_at,
+                    diagnosis=findings_out(view.diagnoses.get(alert.id, [])),
                 )
                 for alert in view.alerts
             ],

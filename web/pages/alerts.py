@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tracker.detection.confirmation import confirmation_of
 from tracker.detection.triage import TRANSITIONS, alert_state, get_alert, list_alerts, triage_alert
+from tracker.diagnosis.loading import alert_diagnosis
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Alert, AlertStatus, utcnow
 from tracker.views.series import series
@@ -155,9 +156,11 @@ def _chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
 
 @router.get("/alerts/{alert_id}", response_class=HTMLResponse)
 def alert_page(request: Request, alert_id: AlertId, session: SessionDep, web: WebSessionDep) -> Response:
-    """One alert: the numbers, the chart around the change, bisection, history, triage."""
+    """One alert: the numbers, why it changed, the chart around the change, bisection, history, triage."""
     alert = get_alert(session=session, alert_id=alert_id)
-    detail = AlertDetailOut.detail(alert, confirmation_of(session=session, alert=alert))
+    detail = AlertDetailOut.detail(
+        alert, confirmation_of(session=session, alert=alert), alert_diagnosis(session=session, alert=alert)
+    )
     allowed = TRANSITIONS[alert.status]
     return templates.TemplateResponse(
         request,

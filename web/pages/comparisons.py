@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from tracker.comparisons.calibration import list_calibrations
 from tracker.comparisons.summary import ComparisonView, comparison_view, list_comparisons
+from tracker.diagnosis.loading import comparison_diagnoses
 from tracker.models import Calibration, Comparison
 from web.deps import SessionDep
 from web.pages.templating import format_ms, format_pct, templates
@@ -106,9 +107,10 @@ def comparisons_page(request: Request, session: SessionDep) -> Response:
 
 @router.get("/comparisons/{comparison_id}", response_class=HTMLResponse)
 def comparison_page(request: Request, comparison_id: ComparisonId, session: SessionDep) -> Response:
-    """One comparison: the PR table per hardware, per-round charts, candidates, Markdown to copy."""
+    """One comparison: the PR table per hardware, why results changed, per-round charts, candidates,
+    Markdown to copy."""
     view = comparison_view(session=session, comparison_id=comparison_id)
-    detail = ComparisonDetailOut.of_view(view)
+    detail = ComparisonDetailOut.of_view(view, comparison_diagnoses(session=session, view=view))
     by_hardware: dict[str, list[ComparisonResultDetailOut]] = {}
     for result in detail.results:
         by_hardware.setdefault(result.hardware, []).append(result)

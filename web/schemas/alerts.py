@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -10,9 +11,11 @@ from pydantic import BaseModel, Field
 from tracker.comparisons.summary import ComparisonView
 from tracker.detection.bisection import bisection_view
 from tracker.detection.triage import alert_state
+from tracker.diagnosis.facts import Finding
 from tracker.models import Alert
 from web.schemas.commits import CommitOut
 from web.schemas.comparisons import RoundOut
+from web.schemas.diagnosis import FindingOut, findings_out
 from web.schemas.params import InModel
 
 
@@ -151,13 +154,22 @@ class AlertDetailOut(AlertOut):
         description="the paired rounds that decided (or are deciding) whether the change is real"
     )
     evidence: dict[str, Any]
+    diagnosis: list[FindingOut] = Field(
+        default_factory=list,
+        description="why: what else differs between the last good and first bad commits' runs "
+        "(compile counters, GPU state, step 0 vs steady state, stages, memory), most telling first; "
+        "empty when nothing does beyond noise",
+    )
 
     @classmethod
-    def detail(cls, alert: Alert, confirmation: ComparisonView | None = None) -> AlertDetailOut:
-        """From the ORM object, with events, steps and the confirmation's rounds."""
+    def detail(
+        cls, alert: Alert, confirmation: ComparisonView | None = None, diagnosis: Sequence[Finding] = ()
+    ) -> AlertDetailOut:
+        """From the ORM object, with events, steps, the confirmation's rounds and the diagnosis."""
         return cls(
             **AlertOut.of(alert).model_dump(),
             paired_confirmation=PairedConfirmationOut.of_view(confirmation) if confirmation else None,
+            diagnosis=findings_out(diagnosis),
             events=[
                 AlertEventOut(
                     from_status=event.from_status.value if event.from_status else None,

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tracker.comparisons.creation import MAX_ROUNDS
 from tracker.comparisons.summary import ArmView, ComparisonView, ResultView, RoundView
+from tracker.diagnosis.facts import Finding
 from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
+from web.schemas.diagnosis import FindingOut, findings_out
 from web.schemas.params import MAX_INT32, InModel
 from wire import PatchRefs, Sha
 
@@ -156,14 +159,24 @@ class ComparisonResultOut(BaseModel):
 
 
 class ComparisonResultDetailOut(ComparisonResultOut):
-    """A result with its rounds."""
+    """A result with its rounds and, once it has a verdict, its diagnosis."""
 
     rounds: list[RoundOut]
+    diagnosis: list[FindingOut] = Field(
+        default_factory=list,
+        description="why: what else differs between the head and base arms' runs (compile counters, "
+        "GPU state, step 0 vs steady state, stages, memory), most telling first; empty while pending "
+        "or when nothing does beyond noise",
+    )
 
     @classmethod
-    def of_view(cls, view: ResultView) -> ComparisonResultDetailOut:
-        """From the read model."""
-        return cls(**_result_fields(view.result), rounds=[RoundOut.of(item) for item in view.rounds])
+    def of_view(cls, view: ResultView, diagnosis: Sequence[Finding] = ()) -> ComparisonResultDetailOut:
+        """From the read model (and the result's diagnosis, if computed)."""
+        return cls(
+            **_result_fields(view.result),
+            rounds=[RoundOut.of(item) for item in view.rounds],
+            diagnosis=findings_out(diagnosis),
+        )
 
 
 class ComparisonOut(BaseModel):
@@ -203,11 +216,19 @@ class ComparisonDetailOut(ComparisonOut):
     results: list[ComparisonResultDetailOut]  # type: ignore[assignment]
 
     @classmethod
-    def of_view(cls, view: ComparisonView) -> ComparisonDetailOut:
-        """From the read model."""
+    def of_view(
+        cls, view: ComparisonView, diagnoses: Mapping[tuple[int, int], Sequence[Finding]] | None = None
+    ) -> ComparisonDetailOut:
+        """From the read model; ``diagnoses`` by (case id, hardware kind id), where computed."""
+        found = diagnoses or {}
         return cls(
             **_comparison_fields(view.comparison),
-            results=[ComparisonResultDetailOut.of_view(result) for result in view.results],
+            results=[
+                ComparisonResultDetailOut.of_view(
+                    result, found.get((result.result.case_id, result.result.hardware_kind_id), ())
+                )
+                for result in view.results
+            ],
         )
 
 

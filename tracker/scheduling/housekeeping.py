@@ -1,0 +1,69 @@
+"""Housekeeping for a server that runs no scheduler: leases that ran out, series marked by uploads.
+
+A claim is one statement (:func:`tracker.queue.claims.claim_job`) and a batch import only marks
+its series (:mod:`tracker.series.pending`): expiring leases and evaluating marked series are the
+scheduler leader's (:class:`tracker.scheduling.service.SchedulerService`). A server started
+without its scheduler (``PERFTRACK_SCHEDULER_ENABLED`` unset, perhaps with a standalone
+``perftrack scheduler`` elsewhere, perhaps with none) runs this housekeeper instead, so a lease
+never outlives its runner and a batch's alerts appear because no scheduler was deployed. Several
+processes doing it at once is safe: expired jobs and marks are taken with ``FOR UPDATE SKIP
+LOCKED`` (SQLite: one writer at a time).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from sqlalchemy import Engine
+
+from tracker import db
+from tracker.models import utcnow
+from tracker.vcs.history import GitHistory
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.bisections import start_queued
+from tracker.workflows.reactions import evaluate_pending_series
+
+logger = logging.getLogger(__name__)
+INTERVAL_S = 5.0  # a marked series or an expired lease waits at most about this long
+
+
+class Housekeeper:
+    """Every ``interval_s`` seconds, on a daemon thread: expire leases, evaluate marked series."""
+
+    def __init__(
+        self, engine: Engine, *, interval_s: float = INTERVAL_S, history: GitHistory | None = None
+    ) -> None:
+        self.sessions = db.make_session_factory(engine)
+        self.interval_s = interval_s
+        self.history = history
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start (returns at once)."""
+        self._thread = threading.Thread(target=self._run, name="perftrack-housekeeper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the pass under way."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def tick(self) -> tuple[int, int]:
+        """One pass: (leases expired, alerts touched). Bisections they queued start after it (git)."""
+        with db.session_scope(self.sessions) as session:
+            expired = workflow_jobs.expire(session=session)
+        with db.session_scope(self.sessions) as session:
+            touched = evaluate_pending_series(session=session, now=utcnow())
+        if (expired or touched) and self.history is not None:
+            start_queued(sessions=self.sessions, history=self.history)
+        return len(expired), len(touched)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.tick()
+            except Exception:  # the next pass tries again; a crash here would end it for good
+                logger.exception("housekeeping (lease expiry, marked series) failed")
