@@ -149,10 +149,13 @@ def measure_fleet(
         fleet, args.job_seconds, claims, claims.paced_ms
     )
     night = queue_jobs(url, config, args.claim_jobs, night)
-    claims.burst_elapsed_s, claims.burst_answers = run_queue_down(fleet, 0.0, claims, claims.burst_ms)
+    claims.burst_elapsed_s, claims.burst_answers = run_queue_down(
+        fleet, 0.0, claims, claims.burst_ms, processes=args.client_processes
+    )
     case = case_shapes(config.cases)[0].slug
     idle_then_wake(fleet, case, server.pid, args.idle_seconds, args.wakes, claims)
     figures.claim_runners, figures.claim_job_s = len(fleet.runners), args.job_seconds
+    figures.claim_client_processes = args.client_processes
     figures.claim_p50_ms, figures.claim_p95_ms = summary(claims.paced_ms)
     figures.claims = claims.paced_answers
     figures.claims_per_s = claims.paced_answers / max(claims.paced_elapsed_s, 1e-9)
@@ -201,6 +204,9 @@ def main() -> None:
     parser.add_argument("--runners", type=int, default=50, help="runners in the claim test")
     parser.add_argument(
         "--job-seconds", type=float, default=1.0, help="a paced runner's time per job (± 50 %%)"
+    )
+    parser.add_argument(
+        "--client-processes", type=int, default=5, help="processes the claim test's runners are spread over"
     )
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle long-polling window")
     parser.add_argument("--wakes", type=int, default=40, help="jobs queued one by one to waiting runners")

@@ -19,14 +19,14 @@ Every claim's job id is kept: no job may be handed out twice in any phase.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import secrets
 import statistics
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,20 +118,49 @@ def register_fleet(
     return Fleet(base=base, runners=runners, admin={"Authorization": f"Bearer {admin}"})
 
 
-def run_queue_down(fleet: Fleet, job_s: float, figures: ClaimFigures, into: list[float]) -> tuple[float, int]:
+@dataclass
+class _Share:
+    """What one client process's runners saw: latencies of claims that got a job, job ids, answers."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    claimed: list[int] = field(default_factory=list)
+    answers: int = 0
+
+
+def run_queue_down(
+    fleet: Fleet, job_s: float, figures: ClaimFigures, into: list[float], *, processes: int = 1
+) -> tuple[float, int]:
     """Every runner claims (and "runs" each job ``job_s`` ± 50 %) until the queue is empty.
 
-    Latencies of claims that got a job go to ``into``; returns (elapsed s, claims answered).
+    The runners are spread over ``processes`` client processes (threads within each): 50 runner
+    threads in one Python process queue on its interpreter lock, and that wait would be counted as
+    the server's. Latencies of claims that got a job go to ``into``; returns (elapsed s, claims
+    answered).
     """
+    groups = [fleet.runners[index::processes] for index in range(processes)]
+    started = time.perf_counter()
+    if processes == 1:
+        shares = [_run_share(fleet.base, groups[0], job_s)]
+    else:
+        with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+            shares = list(pool.map(_run_share, [fleet.base] * processes, groups, [job_s] * processes))
+    elapsed = time.perf_counter() - started
+    for share in shares:
+        into.extend(share.latencies_ms)
+        figures.claimed.extend(share.claimed)
+    return elapsed, sum(share.answers for share in shares)
+
+
+def _run_share(base: str, runners: list[tuple[str, str, dict[str, str]]], job_s: float) -> _Share:
+    """One client process: a thread per runner, each claiming until the queue is empty."""
+    share = _Share()
     lock = threading.Lock()
-    answers = 0
 
     def work(name: str, headers: dict[str, str]) -> None:
-        nonlocal answers
         rng = random.Random(name)  # noqa: S311 - job times
         # Runners are not in step: each starts somewhere within its first job's time.
         time.sleep(rng.uniform(0, job_s))
-        with httpx.Client(base_url=fleet.base, headers=headers, timeout=LONG_POLL_S + 60) as client:
+        with httpx.Client(base_url=base, headers=headers, timeout=LONG_POLL_S + 60) as client:
             while True:
                 started = time.perf_counter()
                 # An empty queue: a short long-poll ends this runner's part once nothing is left.
@@ -139,18 +168,18 @@ def run_queue_down(fleet: Fleet, job_s: float, figures: ClaimFigures, into: list
                 elapsed = (time.perf_counter() - started) * 1000
                 _check(response)
                 with lock:
-                    answers += 1
+                    share.answers += 1
                     if response.status_code == 200:
-                        into.append(elapsed)
-                        figures.claimed.append(int(response.json()["job_id"]))
+                        share.latencies_ms.append(elapsed)
+                        share.claimed.append(int(response.json()["job_id"]))
                 if response.status_code == 204:
                     return
                 if job_s > 0:
                     time.sleep(job_s * rng.uniform(0.5, 1.5))
 
-    started = time.perf_counter()
-    _all(fleet, work)
-    return time.perf_counter() - started, answers
+    with ThreadPoolExecutor(len(runners)) as pool:
+        list(pool.map(work, [name for name, _, _ in runners], [headers for _, _, headers in runners]))
+    return share
 
 
 def idle_then_wake(
@@ -231,15 +260,6 @@ def summary(samples: list[float]) -> tuple[float, float]:
         return 0.0, 0.0
     ordered = sorted(samples)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * len(ordered) + 0.5) - 1)]
-
-
-def _all(fleet: Fleet, work: Callable[[str, dict[str, str]], None]) -> None:
-    with ThreadPoolExecutor(len(fleet.runners)) as pool:
-        list(
-            pool.map(
-                work, [name for name, _, _ in fleet.runners], [headers for _, _, headers in fleet.runners]
-            )
-        )
 
 
 def _check(response: httpx.Response) -> None:

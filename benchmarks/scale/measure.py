@@ -53,6 +53,7 @@ class Measurements:
     claimed_jobs: int = 0
     duplicate_claims: int = 0  # over every phase
     claim_runners: int = 0
+    claim_client_processes: int = 1  # the runners' threads are spread over this many processes
     claim_job_s: float = 0.0
     burst_claim_p50_ms: float = 0.0  # back to back, no job time
     burst_claim_p95_ms: float = 0.0

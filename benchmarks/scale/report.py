@@ -71,8 +71,11 @@ def format_table(
     )
     rows.append(
         (
-            "  runners / job time (s) / claims per s",
-            [f"{m.claim_runners} / {m.claim_job_s:g} / {m.claims_per_s:.0f}" for m in results],
+            "  runners (client processes) / job time (s) / claims per s",
+            [
+                f"{m.claim_runners} ({m.claim_client_processes}) / {m.claim_job_s:g} / {m.claims_per_s:.0f}"
+                for m in results
+            ],
             "",
         )
     )
