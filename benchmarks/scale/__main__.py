@@ -206,7 +206,7 @@ def main() -> None:
         "--job-seconds", type=float, default=1.0, help="a paced runner's time per job (± 50 %%)"
     )
     parser.add_argument(
-        "--client-processes", type=int, default=5, help="processes the claim test's runners are spread over"
+        "--client-processes", type=int, default=1, help="processes the claim test's runners are spread over"
     )
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle long-polling window")
     parser.add_argument("--wakes", type=int, default=40, help="jobs queued one by one to waiting runners")
