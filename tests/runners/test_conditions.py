@@ -276,7 +276,8 @@ def test_a_throttled_run_carries_its_conditions_into_the_upload(tmp_path: Path) 
     upload = JobResultIn.model_validate(json.loads(json.dumps(body)))
     flag = assess_conditions(conditions_from_environment(upload.environment))
     assert flag is not None
-    assert flag.reason == "GPU throttled: sw_thermal_slowdown before/after (GPU 0, 1)"
+    # The host's own CPU steal, measured for real, may add "; CPU steal N %" after the GPU's reason.
+    assert flag.reason.split("; ")[0] == "GPU throttled: sw_thermal_slowdown before/after (GPU 0, 1)"
 
 
 def test_an_idle_gpu_and_a_cpu_only_run(tmp_path: Path) -> None:
