@@ -70,6 +70,7 @@ class Metric(StrEnum):
     E2E_MS = "e2e_ms"
     PEAK_MEMORY_MB = "peak_memory_mb"
     GRAPH_BREAKS = "graph_breaks"
+    OUTPUT = "output"  # the seeded output changed (an alert of kind ``output``; values are PSNR, dB)
 
 
 class Direction(StrEnum):
@@ -97,6 +98,20 @@ class Verdict(StrEnum):
     IMPROVEMENT = "improvement"
     NO_CHANGE = "no_change"
     INCONCLUSIVE = "inconclusive"
+
+
+class OutputStatus(StrEnum):
+    """How a run's seeded output compares with the one it is checked against.
+
+    ``identical``: the same pixels (equal digests); ``same``: different pixels, but every frame at
+    or above the case's PSNR tolerance; ``changed``: some frame below it; ``missing``: one side
+    kept no output, so nothing could be compared.
+    """
+
+    IDENTICAL = "identical"
+    SAME = "same"
+    CHANGED = "changed"
+    MISSING = "missing"
 
 
 class ComparisonState(StrEnum):

@@ -10,6 +10,7 @@ use it without importing ``tracker`` or ``web``.
 - :mod:`wire.base`: the bases of request bodies, and readable validation messages.
 - :mod:`wire.results`: uploads (a job attempt's result, an import) and their answer.
 - :mod:`wire.leases`: register, claim (the job spec), heartbeat, release.
+- :mod:`wire.outputs`: a run's seeded output (digest, shape, lossless PNG references).
 - :mod:`wire.batches`: many imports or job attempts' results in one request, and the per-item answer.
 """
 
@@ -49,6 +50,7 @@ from wire.limits import (
     json_too_deep,
     reject_deep_json,
 )
+from wire.outputs import MAX_REFERENCE_FRAMES, MAX_REFERENCE_SIDE, OutputFrameIn, OutputIn
 from wire.results import (
     BuildInfo,
     CommitIn,
@@ -70,6 +72,8 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_PATCHES",
     "MAX_PATCH_REF_LENGTH",
+    "MAX_REFERENCE_FRAMES",
+    "MAX_REFERENCE_SIDE",
     "PATCH_REF_PATTERN",
     "SHA_PATTERN",
     "AttemptIn",
@@ -93,6 +97,8 @@ __all__ = [
     "LeaseOut",
     "MeasurementIn",
     "NonNegativeMs",
+    "OutputFrameIn",
+    "OutputIn",
     "PatchRef",
     "PatchRefs",
     "PositiveMs",

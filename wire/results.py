@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, Strict, model_validator
 from wire.base import RecordIn
 from wire.fields import AwareDatetime, Count, NonNegativeMs, PatchRefs, PositiveMs, Sha
 from wire.limits import MAX_FAILURE_REASON
+from wire.outputs import OutputIn
 
 
 class CommitIn(RecordIn):
@@ -76,6 +77,9 @@ class MeasurementIn(RecordIn):
     raw_log: str = ""
     log_truncated: bool = False
     perf_dump: dict[str, Any] | None = None
+    output: OutputIn | None = Field(
+        default=None, description="the seeded output the run saved (digest, shape, PNG references)"
+    )
     measured_at: AwareDatetime | None = Field(default=None, description="with offset, between 1970 and 2100")
 
     @model_validator(mode="after")

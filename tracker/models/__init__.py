@@ -18,6 +18,7 @@ from tracker.enums import (
     JobState,
     Metric,
     OutboxKind,
+    OutputStatus,
     PatchKind,
     RunMode,
     RunSource,
@@ -40,6 +41,7 @@ from tracker.models.detection import (
     PendingEvaluation,
 )
 from tracker.models.jobs import Job, JobAttempt
+from tracker.models.outputs import RunOutput, RunOutputFrame
 from tracker.models.runs import Run, RunArtifacts, RunStage, SeriesCount, SeriesLatest
 from tracker.models.vcs import Candidate, CandidatePatch, Commit
 
@@ -79,12 +81,15 @@ __all__ = [
     "Metric",
     "NightlyRun",
     "OutboxKind",
+    "OutputStatus",
     "PatchKind",
     "PendingEvaluation",
     "Repository",
     "Run",
     "RunArtifacts",
     "RunMode",
+    "RunOutput",
+    "RunOutputFrame",
     "RunSource",
     "RunStage",
     "RunStatus",

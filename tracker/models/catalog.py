@@ -73,6 +73,9 @@ class Case(Base):
         Integer, nullable=False, default=1, comment="timed requests per run"
     )
     timeout_s: Mapped[int] = mapped_column(Integer, nullable=False, default=3600)
+    output_psnr_db: Mapped[float | None] = mapped_column(
+        Float, comment="PSNR at or above which two outputs count as the same picture; null: the default"
+    )
     paths: Mapped[json_list] = mapped_column(
         server_default=text("'[]'"),
         comment="globs of repository files whose change selects this case for a bare /perf",

@@ -16,6 +16,7 @@ from tracker.enums import (
     ComparisonState,
     Direction,
     Metric,
+    OutputStatus,
     Verdict,
 )
 from tracker.models.base import Base, UTCDateTime, created_at, int_pk, json_dict, str_enum
@@ -75,6 +76,12 @@ class Alert(Base):
     )
     evidence: Mapped[json_dict] = mapped_column(
         comment="how the change was found: method, z, noise, windows, threshold source, outlier runs"
+    )
+    output_psnr_db: Mapped[float | None] = mapped_column(
+        Float, comment="output alerts: lowest PSNR of the first bad commit's output against the last good's"
+    )
+    output_ssim: Mapped[float | None] = mapped_column(
+        Float, comment="output alerts: lowest SSIM, same frames"
     )
     created_at: Mapped[created_at]
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
@@ -223,6 +230,14 @@ class ComparisonResult(Base):
     round_noise_pct: Mapped[float | None] = mapped_column(Float, comment="per-arm noise the CI used, %")
     dof: Mapped[int | None] = mapped_column(Integer, comment="degrees of freedom of the CI")
     note: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    output_status: Mapped[OutputStatus | None] = mapped_column(
+        str_enum(OutputStatus, "output_status"),
+        comment="head's seeded output against base's; null: not checked",
+    )
+    output_psnr_db: Mapped[float | None] = mapped_column(
+        Float, comment="lowest PSNR over the compared frames"
+    )
+    output_ssim: Mapped[float | None] = mapped_column(Float, comment="lowest SSIM over the compared frames")
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
     comparison: Mapped[Comparison] = relationship(back_populates="results")

@@ -47,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--dit-layerwise-offload", type=_boolean, default=False, metavar="{true,false}")
     generate.add_argument("--dit-cpu-offload", type=_boolean, default=False, metavar="{true,false}")
     generate.add_argument("--perf-dump-path", default=None, help="write per-stage and per-step times as JSON")
+    generate.add_argument("--profile", action="store_true", help="torch.profiler trace of denoising steps")
+    generate.add_argument(
+        "--num-profiled-timesteps", type=int, default=5, help="steps profiled after one warmup step (-1: all)"
+    )
     return parser
 
 
@@ -81,5 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
     # Imported here so that `--help` and flag errors answer before torch is imported.
     from .generate import generate
+    from .profiler import configure
+
+    if args.profile:
+        configure(args.num_profiled_timesteps)
 
     return generate(request, server_args)

@@ -14,6 +14,7 @@ from .dit import DiT
 from .guidance import Denoiser, predict_velocity
 from .log import Progress, get_logger
 from .perf_dump import RequestTimings, StepClock
+from .profiler import for_denoising
 from .request import Request
 from .scheduler import FlowMatchEulerScheduler
 from .stages import STAGES, stage
@@ -127,6 +128,7 @@ class Pipeline:
         clock = StepClock.THREAD_CPU if torch.get_num_threads() == 1 else StepClock.WALL
         timings.step_clock = clock.value
         progress = Progress(steps)
+        profiler = for_denoising(steps)  # --profile: a trace of steady steps (after the timing)
         for index in range(steps):
             wall_start, cpu_start = time.perf_counter_ns(), time.thread_time_ns()
             velocity = predict_velocity(
@@ -137,6 +139,10 @@ class Pipeline:
             timings.denoise_steps_ms.append((cpu_ns if clock is StepClock.THREAD_CPU else wall_ns) / 1e6)
             timings.denoise_steps_wall_ms.append(wall_ns / 1e6)
             progress.update()
+            if profiler is not None:
+                profiler.step()
+        if profiler is not None:
+            profiler.stop()
         average_s = statistics.fmean(timings.denoise_steps_ms) / 1000.0
         get_logger().info("[DenoisingStage] average time per step: %.4f seconds", average_s)
         return latents
