@@ -101,13 +101,15 @@ def dump_text(shape: Shape, *, sha: str, rng: random.Random) -> str:
     return json.dumps(dump)
 
 
-def result_of(shape: Shape, *, sha: str, index: int, run: int, rng: random.Random) -> ResultIn:
+def result_of(
+    shape: Shape, *, sha: str, index: int, run: int, rng: random.Random, case: str = CASE
+) -> ResultIn:
     """One import of a commit's run in ``shape``."""
     text = dump_text(shape, sha=sha, rng=rng)
     parsed = parse_run(shape.log, text)
     result = import_result(
         parsed,
-        case=CASE,
+        case=case,
         hardware=HARDWARE,
         commit=CommitInfo(
             sha=sha,
@@ -116,7 +118,7 @@ def result_of(shape: Shape, *, sha: str, index: int, run: int, rng: random.Rando
             author_name="A. Dev",
         ),
         idempotency_key=import_key(
-            case=CASE, hardware=HARDWARE, commit_sha=sha, patches=[], log_text=f"{run}", dump_text=text
+            case=case, hardware=HARDWARE, commit_sha=sha, patches=[], log_text=f"{run}", dump_text=text
         ),
         raw_log=shape.log,
         perf_dump=json.loads(text),
@@ -130,22 +132,28 @@ def sha_of(index: int) -> str:
     return f"{index:07x}" + "d" * 33
 
 
-def store_commit(session: Session, index: int, shape: Shape, *, runs: int = 3, seed: int = 0) -> list[Run]:
-    """Store ``runs`` imported runs of commit ``index`` in ``shape``."""
+def store_commit(
+    session: Session, index: int, shape: Shape, *, runs: int = 3, seed: int = 0, case: str = CASE
+) -> list[Run]:
+    """Store ``runs`` imported runs of commit ``index`` in ``shape`` (on ``case``, H200)."""
     rng = random.Random(seed * 1000 + index)
     return [
         store_result(
             session=session,
-            result=result_of(shape, sha=sha_of(index), index=index, run=run, rng=rng),
+            result=result_of(shape, sha=sha_of(index), index=index, run=run, rng=rng, case=case),
             limits=LIMITS,
         ).run
         for run in range(runs)
     ]
 
 
-def history(session: Session, shapes: list[Shape], *, runs: int = 3, seed: int = 0) -> list[list[Run]]:
+def history(
+    session: Session, shapes: list[Shape], *, runs: int = 3, seed: int = 0, case: str = CASE
+) -> list[list[Run]]:
     """Commits 0, 1, … in order, each measured ``runs`` times in its shape."""
-    return [store_commit(session, index, shape, runs=runs, seed=seed) for index, shape in enumerate(shapes)]
+    return [
+        store_commit(session, index, shape, runs=runs, seed=seed, case=case) for index, shape in enumerate(shapes)
+    ]
 
 
 def job_upload(shape: Shape, *, attempt: int, rng: random.Random) -> JobResultIn:

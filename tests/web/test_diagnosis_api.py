@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from tests.factories import result_body
@@ -49,8 +50,39 @@ def test_an_alert_says_why_in_the_api(client: TestClient, session: Session) -> N
     assert compiled["summary"] == "graph breaks rose 0 → 3 per run"
     assert compiled["detail"]["graph_breaks"]["after"] == 3.0
     assert detail["diagnosis"][1]["summary"].startswith("steady-state step +")
-    listed = client.get("/api/v1/alerts").json()
-    assert "diagnosis" not in listed[0]  # the list stays cheap: diagnoses are read one alert at a time
+    [listed] = client.get("/api/v1/alerts").json()
+    assert listed["diagnosis"] == detail["diagnosis"]
+    [bare] = client.get("/api/v1/alerts", params={"diagnosis": "false"}).json()
+    assert bare["diagnosis"] == []
+
+
+def test_the_alert_list_reads_diagnoses_with_a_fixed_number_of_queries(
+    client: TestClient, session: Session
+) -> None:
+    good = Shape(compile=WHOLE_GRAPH)
+    history(session, [good, good, BROKEN])
+    engine = session.get_bind()
+
+    def statements_of_list() -> tuple[list[dict[str, Any]], int]:
+        seen: list[str] = []
+
+        def count(*args: Any) -> None:
+            seen.append(args[2])
+
+        event.listen(engine, "before_cursor_execute", count)
+        try:
+            listed = client.get("/api/v1/alerts").json()
+        finally:
+            event.remove(engine, "before_cursor_execute", count)
+        return listed, len(seen)
+
+    listed, one = statements_of_list()
+    assert len(listed) == 1
+    history(session, [good, good, BROKEN], case="wan2.2-t2v-a14b")
+    listed, two = statements_of_list()
+    assert {alert["case"] for alert in listed} == {CASE, "wan2.2-t2v-a14b"}
+    assert all(alert["diagnosis"][0]["summary"] == "graph breaks rose 0 → 3 per run" for alert in listed)
+    assert two == one
 
 
 def test_the_alert_page_shows_why_escaped(client: TestClient, session: Session) -> None:

@@ -11,7 +11,6 @@ from sqlalchemy import ColumnElement, ColumnExpressionArgument, func, select
 from sqlalchemy.orm import Session
 
 from tracker.catalog.cases import get_hardware_kind
-from tracker.enums import enum_values
 from tracker.errors import InvalidInput, NotFound
 from tracker.models import Candidate, Case, Commit, HardwareKind, Job, Metric, Run, RunStatus
 from tracker.statistics.steps import change_pct
@@ -34,12 +33,11 @@ METRIC_UNITS: dict[Metric, str] = {
 
 def parse_metric(value: str) -> Metric:
     """The metric named ``value``, or :class:`InvalidInput` listing the valid ones."""
-    try:
-        return Metric(value)
-    except ValueError:
-        raise InvalidInput(
-            "metric", f"unknown metric {value!r}; valid: {', '.join(enum_values(Metric))}"
-        ) from None
+    metric = next((metric for metric in METRIC_COLUMNS if metric.value == value), None)
+    if metric is None:  # ``output`` is an alert's metric, not a number a series charts
+        valid = ", ".join(metric.value for metric in METRIC_COLUMNS)
+        raise InvalidInput("metric", f"unknown metric {value!r}; valid: {valid}")
+    return metric
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from tracker.detection.confirmation import confirmation_of
 from tracker.detection.triage import get_alert, list_alerts, request_bisection, triage_alert
-from tracker.diagnosis.loading import alert_diagnosis
+from tracker.diagnosis.loading import alert_diagnoses, alert_diagnosis
 from tracker.models import Alert, utcnow
 from tracker.workflows.sweep import sweep
 from web.deps import AdminTokenDep, SessionDep, SettingsDep, WriteSessionDep
@@ -49,8 +49,12 @@ def read_alerts(
         ),
     ] = False,
     limit: Annotated[int, Query(ge=1)] = 200,
+    diagnosis: Annotated[
+        bool, Query(description="with each alert's diagnosis (why it changed); false leaves it empty")
+    ] = True,
 ) -> list[AlertOut]:
-    """Alerts newest first with case, hardware, commits, before/after, change % and status."""
+    """Alerts newest first with case, hardware, commits, before/after, change %, status and
+    diagnosis (read for the whole page at once: a fixed number of queries however many alerts)."""
     alerts = list_alerts(
         session=session,
         status=status,
@@ -61,7 +65,8 @@ def read_alerts(
         limit=min(limit, settings.max_page_size),
         suspects=suspects,
     )
-    return [AlertOut.of(alert) for alert in alerts]
+    diagnoses = alert_diagnoses(session=session, alerts=alerts) if diagnosis else {}
+    return [AlertOut.of(alert, diagnoses.get(alert.id, ())) for alert in alerts]
 
 
 @router.get(

@@ -14,7 +14,7 @@ from tracker.catalog.cases import get_hardware_kind
 from tracker.detection.alerts import series_alerts
 from tracker.detection.triage import alert_state
 from tracker.models import Metric
-from tracker.views.series import METRIC_UNITS, parse_metric
+from tracker.views.series import METRIC_COLUMNS, METRIC_UNITS, parse_metric
 from tracker.views.series_chart import patched_runs, series_chart
 from web.deps import SessionDep, SettingsDep
 from web.pages.templating import templates
@@ -56,7 +56,7 @@ def series_page(
         {
             "series": data,
             "points": list(reversed(data.points)),  # newest first in the table
-            "metrics": [(m.value, METRIC_LABELS[m], METRIC_UNITS[m]) for m in Metric],
+            "metrics": [(m.value, METRIC_LABELS[m], METRIC_UNITS[m]) for m in METRIC_COLUMNS],
             "metric_label": METRIC_LABELS[chosen],
             "title": f"{data.case.slug} on {data.hardware}",
             "threshold": chart.threshold,

@@ -110,10 +110,16 @@ class AlertOut(BaseModel):
     bisection_state: str | None
     created_at: dt.datetime
     updated_at: dt.datetime | None
+    diagnosis: list[FindingOut] = Field(
+        default_factory=list,
+        description="why: what else differs between the last good and first bad commits' runs "
+        "(compile counters, GPU state, step 0 vs steady state, stages, memory), most telling first; "
+        "empty when nothing does beyond noise (or when the list was asked for without it)",
+    )
 
     @classmethod
-    def of(cls, alert: Alert) -> AlertOut:
-        """From the ORM object."""
+    def of(cls, alert: Alert, diagnosis: Sequence[Finding] = ()) -> AlertOut:
+        """From the ORM object, with its diagnosis."""
 
         def commit(value: Any) -> CommitOut | None:
             return CommitOut.model_validate(value) if value is not None else None
@@ -142,6 +148,7 @@ class AlertOut(BaseModel):
             bisection_state=alert.bisection_state.value if alert.bisection_state else None,
             created_at=alert.created_at,
             updated_at=alert.updated_at,
+            diagnosis=findings_out(diagnosis),
         )
 
 
@@ -154,12 +161,6 @@ class AlertDetailOut(AlertOut):
         description="the paired rounds that decided (or are deciding) whether the change is real"
     )
     evidence: dict[str, Any]
-    diagnosis: list[FindingOut] = Field(
-        default_factory=list,
-        description="why: what else differs between the last good and first bad commits' runs "
-        "(compile counters, GPU state, step 0 vs steady state, stages, memory), most telling first; "
-        "empty when nothing does beyond noise",
-    )
 
     @classmethod
     def detail(
@@ -167,9 +168,8 @@ class AlertDetailOut(AlertOut):
     ) -> AlertDetailOut:
         """From the ORM object, with events, steps, the confirmation's rounds and the diagnosis."""
         return cls(
-            **AlertOut.of(alert).model_dump(),
+            **AlertOut.of(alert, diagnosis).model_dump(),
             paired_confirmation=PairedConfirmationOut.of_view(confirmation) if confirmation else None,
-            diagnosis=findings_out(diagnosis),
             events=[
                 AlertEventOut(
                     from_status=event.from_status.value if event.from_status else None,
