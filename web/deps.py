@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
 from tracker.access.tokens import authenticate
-from tracker.errors import Forbidden, InvalidInput
+from tracker.errors import AuthError, Forbidden, InvalidInput
 from tracker.models import ApiToken, TokenRole
 from tracker.settings import Settings
 from tracker.vcs.history import GitHistory
@@ -94,7 +94,16 @@ def require_admin(session: WriteSessionDep, credentials: BearerDep) -> ApiToken:
     return _token(session, credentials, TokenRole.ADMIN)
 
 
+def runner_secret(credentials: BearerDep) -> str:
+    """A runner token's secret, checked by the route itself in its own transaction (a claim reads
+    the token and its runner together: :func:`tracker.queue.runners.claiming_runner`)."""
+    if credentials is None or not credentials.credentials:
+        raise AuthError("missing bearer token")
+    return credentials.credentials
+
+
 RunnerTokenDep = Annotated[ApiToken, Depends(require_runner)]
+RunnerSecretDep = Annotated[str, Depends(runner_secret)]
 AdminTokenDep = Annotated[ApiToken, Depends(require_admin)]
 
 

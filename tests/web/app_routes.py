@@ -16,7 +16,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.params import Form
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from web.deps import require_admin, require_dashboard_admin, require_runner
+from web.deps import require_admin, require_dashboard_admin, require_runner, runner_secret
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -74,7 +74,7 @@ def _guard_of(route: APIRoute) -> Guard:
     calls = set(_calls(route.dependant))
     if require_admin in calls:
         return Guard.ADMIN
-    if require_runner in calls:
+    if require_runner in calls or runner_secret in calls:
         return Guard.RUNNER
     if require_dashboard_admin in calls:
         return Guard.DASHBOARD

@@ -72,12 +72,35 @@ def ensure_bootstrap_admin(*, session: Session, secret: str) -> ApiToken:
 
 def authenticate(*, session: Session, secret: str | None, required: TokenRole) -> ApiToken:
     """The active token for ``secret`` with at least the ``required`` role, or an error."""
+    digest = _digest(secret)
+    return _checked(session.scalar(select(ApiToken).where(ApiToken.token_hash == digest)), digest, required)
+
+
+def authenticate_with_runner(*, session: Session, secret: str | None) -> tuple[ApiToken, Runner | None]:
+    """As :func:`authenticate` for a runner token, with the runner it is bound to, in one query.
+
+    A claim's whole transaction is a handful of round trips; reading the token and its runner
+    together saves one, and a session of its own saves three more.
+    """
+    digest = _digest(secret)
+    row = session.execute(
+        select(ApiToken, Runner)
+        .outerjoin(Runner, Runner.token_id == ApiToken.id)
+        .where(ApiToken.token_hash == digest)
+    ).first()
+    token, runner = (row[0], row[1]) if row is not None else (None, None)
+    return _checked(token, digest, TokenRole.RUNNER), runner
+
+
+def _digest(secret: str | None) -> str:
     if not secret:
         raise AuthError("missing bearer token")
     if len(secret) > 256:
         raise AuthError("malformed bearer token")
-    digest = hash_token(secret)
-    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == digest))
+    return hash_token(secret)
+
+
+def _checked(token: ApiToken | None, digest: str, required: TokenRole) -> ApiToken:
     if token is None or not hmac.compare_digest(token.token_hash, digest):
         raise AuthError("unknown bearer token")
     if token.revoked_at is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 
 from sqlalchemy import Update, bindparam, exists, or_, select, update
-from sqlalchemy.orm import Session, aliased, joinedload, selectinload
+from sqlalchemy.orm import Session, aliased, joinedload
 
 from tracker.models import Candidate, Commit, Comparison, Job, JobState, Runner, utcnow
 from tracker.queue.jobs import DEFAULT_LEASE, PIN_STALE_AFTER, PINNED_KINDS
@@ -100,18 +100,23 @@ def claim_job(
     if comparison_id is not None:
         _pin(session=session, comparison_id=comparison_id, runner=runner)
     session.flush()
-    # What the claim answer shows, in two queries rather than one lazy load per relation.
-    return session.scalars(
-        select(Job)
-        .where(Job.id == job_id)
-        .options(
-            joinedload(Job.case),
-            joinedload(Job.hardware_kind),
-            joinedload(Job.candidate).joinedload(Candidate.base_commit).joinedload(Commit.repository),
-            selectinload(Job.candidate, Candidate.patches),
+    # What the claim answer shows, in one query rather than one lazy load per relation (a
+    # candidate's few patches joined too: a second query would be a round trip more per claim).
+    return (
+        session.scalars(
+            select(Job)
+            .where(Job.id == job_id)
+            .options(
+                joinedload(Job.case),
+                joinedload(Job.hardware_kind),
+                joinedload(Job.candidate).joinedload(Candidate.base_commit).joinedload(Commit.repository),
+                joinedload(Job.candidate).joinedload(Candidate.patches),
+            )
+            .execution_options(populate_existing=True)
         )
-        .execution_options(populate_existing=True)
-    ).one()
+        .unique()
+        .one()
+    )
 
 
 def claimable(*, session: Session, hardware_kind_id: int, gpu_count: int) -> bool:

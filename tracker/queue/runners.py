@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tracker.access.tokens import authenticate_with_runner
 from tracker.errors import Conflict, Forbidden, NotFound
 from tracker.models import ApiToken, HardwareKind, Job, JobState, Runner, TokenRole, utcnow
 
@@ -100,7 +101,19 @@ def acting_runner(*, session: Session, token: ApiToken, name: str | None = None)
     :class:`Forbidden`; a token bound to no runner yet must register first (:class:`NotFound`).
     """
     _check_runner_role(token)
-    runner = session.scalar(select(Runner).where(Runner.token_id == token.id))
+    return _acting(session, token, session.scalar(select(Runner).where(Runner.token_id == token.id)), name)
+
+
+def claiming_runner(*, session: Session, secret: str | None, name: str) -> Runner:
+    """The runner named ``name`` that the runner token ``secret`` is bound to, read with the token
+    in one query (a claim's authentication and identity in its own transaction); errors as
+    :func:`tracker.access.tokens.authenticate` and :func:`acting_runner` raise them."""
+    token, runner = authenticate_with_runner(session=session, secret=secret)
+    _check_runner_role(token)
+    return _acting(session, token, runner, name)
+
+
+def _acting(session: Session, token: ApiToken, runner: Runner | None, name: str | None) -> Runner:
     if name is not None and (runner is None or runner.name != name):
         if runner is None and session.scalar(select(Runner.id).where(Runner.name == name)) is None:
             raise NotFound(f"no runner named {name!r}; register it first")

@@ -12,11 +12,10 @@ from fastapi.concurrency import run_in_threadpool
 
 from tracker.catalog.cases import carried_patches_for
 from tracker.comparisons.creation import job_requests
-from tracker.models import ApiToken
 from tracker.queue.claims import claimable
-from tracker.queue.runners import acting_runner
+from tracker.queue.runners import claiming_runner
 from tracker.workflows import jobs as workflow_jobs
-from web.deps import RunnerTokenDep, get_state
+from web.deps import RunnerSecretDep, get_state
 from web.schemas import job_spec_out
 from web.schemas.errors import NOT_THIS_RUNNER, RUNNER, errors
 from web.state import AppState
@@ -52,16 +51,17 @@ class _Try:
     },
 )
 async def claim(
-    name: str, request: Request, state: StateDep, token: RunnerTokenDep, wait: Wait = 0.0
+    name: str, request: Request, state: StateDep, secret: RunnerSecretDep, wait: Wait = 0.0
 ) -> JobSpecOut | Response:
     """Lease the next job this runner's hardware kind and GPU count can run (``name``: the token's runner).
 
     With ``wait``, a claim that finds nothing waits for a job instead of answering 204 at once: an
     idle runner costs one request per ``wait`` seconds, and gets a job as soon as it is queued.
-    A waiting claim holds no database connection.
+    A waiting claim holds no database connection. Each try checks the token in its own
+    transaction, with the runner it is bound to (one query): a revoked token stops claiming at once.
     """
     deadline = time.monotonic() + wait
-    first = await run_in_threadpool(_claim_once, state, token, name)
+    first = await run_in_threadpool(_claim_once, state, secret, name)
     if first.spec is not None:
         return first.spec
     waiters = state.waiters
@@ -72,7 +72,7 @@ async def claim(
             if await run_in_threadpool(_anything_queued, state, first):
                 if await request.is_disconnected():
                     break
-                attempt = await run_in_threadpool(_claim_once, state, token, name)
+                attempt = await run_in_threadpool(_claim_once, state, secret, name)
                 if attempt.spec is not None:
                     return attempt.spec
             remaining = deadline - time.monotonic()
@@ -85,11 +85,12 @@ async def claim(
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-def _claim_once(state: AppState, token: ApiToken, name: str) -> _Try:
-    """One claim in a write transaction of its own: the job spec, or ``None``."""
+def _claim_once(state: AppState, secret: str, name: str) -> _Try:
+    """One claim in a write transaction of its own: authentication, the lease and what the answer
+    shows (six round trips to the database): the job spec, or ``None``."""
     settings = state.settings
     with state.sessions() as session:
-        runner = acting_runner(session=session, token=token, name=name)
+        runner = claiming_runner(session=session, secret=secret, name=name)
         job = workflow_jobs.claim(
             session=session, runner=runner, lease=dt.timedelta(seconds=settings.lease_seconds)
         )
