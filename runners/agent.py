@@ -39,6 +39,9 @@ from wire import validation_message
 
 logger = logging.getLogger("perftrack.runner")
 AGENT_VERSION = "0.1.0"
+# An evidence job re-runs a culprit with a profiler on: this many steady denoising steps are traced.
+EVIDENCE_REASON = "evidence"
+EVIDENCE_PROFILED_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -280,6 +283,7 @@ class Agent:
             cancel=self._cancel,
             on_start=self._benchmark_started,
             launcher=self._launcher,
+            profile_steps=EVIDENCE_PROFILED_STEPS if job.reason == EVIDENCE_REASON else 0,
         )
         try:
             return workload.run(job.case, context)

@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from runners.parsing import ParsedRun, RunStatus
 from wire import MAX_FAILURE_REASON, JobResultIn, MeasurementIn, ResultIn
+from wire.files import FileIn, MediaType
 
 if TYPE_CHECKING:  # only read here: ``import-log`` needs neither the builder nor the workloads
     from runners.candidates import BuiltCandidate
     from runners.workloads.base import WorkloadResult
+
+_MAX_WARNINGS = 200  # what wire.MeasurementIn.warnings holds at most
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,12 @@ def job_result(
         extra["log_truncated"] = workload.log_truncated
         extra["compile"] = asdict(workload.compile)
         extra["request_latencies_ms"] = [value for value in workload.request_latencies_ms if value > 0]
+        extra["output"] = workload.output
+        measurement["warnings"] = [*measurement["warnings"], *workload.warnings][:_MAX_WARNINGS]
+        extra["files"] = [
+            FileIn.of_bytes(item.name, item.content, media_type=_media_type(item.media_type))
+            for item in workload.files
+        ]
     if built is not None:
         extra["build"] = {
             "head_sha": built.head_sha,
@@ -133,6 +142,15 @@ def job_result(
     if commit is not None:
         extra["commit"] = _commit(commit)
     return JobResultIn(attempt=attempt, **measurement, **extra)
+
+
+def _media_type(media_type: str) -> MediaType:
+    """The wire's name of a captured file's media type (gzip unless it is JSON or text)."""
+    if media_type == "application/json":
+        return "application/json"
+    if media_type == "text/plain":
+        return "text/plain"
+    return "application/gzip"
 
 
 def import_result(

@@ -31,6 +31,7 @@ class JobReason(StrEnum):
     BISECT = "bisect"
     CONFIRM = "confirm"
     MANUAL = "manual"
+    EVIDENCE = "evidence"  # a culprit's (or regression's) run with compile logs and a profiler on
 
 
 class JobState(StrEnum):

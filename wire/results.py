@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, Strict, model_validator
 
 from wire.base import RecordIn
 from wire.fields import AwareDatetime, Count, NonNegativeMs, PatchRefs, PositiveMs, Sha
+from wire.files import FilesIn
 from wire.limits import MAX_FAILURE_REASON
 from wire.outputs import OutputIn
 
@@ -143,6 +144,7 @@ class JobResultIn(MeasurementIn):
     output_digest: Annotated[str, Field(max_length=128)] | None = None
     request_latencies_ms: Annotated[list[PositiveMs], Field(max_length=1000)] = []
     commit: CommitIn | None = Field(default=None, description="metadata of the base commit, as git knows it")
+    files: FilesIn = Field(default_factory=list, description="files the run made: a profiler trace")
 
 
 class ResultCreated(BaseModel):

@@ -49,6 +49,7 @@ class ToyCommit:
     incident: int | None = None  # 1: graph breaks from a disabled kernel; 2: offload hooks during compile
     needs_flags: tuple[str, ...] = ()  # case flags without which the effect does not show
     small_with: tuple[str, ...] = ()  # case flags with which it shows only a little (near 2 %)
+    changes_output: bool = False  # the seeded picture changes beyond the 40 dB PSNR tolerance
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class ToyPullRequest:
     base_sha: str  # the main commit it branches off
     head_sha: str
     commits: tuple[ToyCommit, ...]
-    fixes_sha: str  # the regression on main it fixes
+    fixes_sha: str | None  # the regression on main it fixes (None: a change of its own)
     landed_sha: str  # the main commit that later applies the same patch
 
 
@@ -174,7 +175,7 @@ def _toy_pull_request(spec: PullRequestSpec, head: str, by_source: Mapping[str, 
         base_sha=by_source[spec.fork_after].sha,
         head_sha=head,
         commits=(_toy_commit(head, spec.step, spec.branch),),
-        fixes_sha=by_source[spec.fixes].sha,
+        fixes_sha=None if spec.fixes is None else by_source[spec.fixes].sha,
         landed_sha=by_source[spec.lands_as].sha,
     )
 
@@ -190,6 +191,7 @@ def _toy_commit(sha: str, step: Step, branch: str) -> ToyCommit:
         incident=step.incident,
         needs_flags=step.needs_flags,
         small_with=step.small_with,
+        changes_output=step.changes_output,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from runners.jobspec import CaseSpec
 from runners.workloads.process import Launcher
+from wire.outputs import OutputIn
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,15 @@ class CompileCounters:
     recompiles: int | None = None
     unique_graphs: int | None = None
     frames_compiled: int | None = None
+
+
+@dataclass(frozen=True)
+class CapturedFile:
+    """A file a run made that goes up with its result (a gzipped profiler trace)."""
+
+    name: str
+    content: bytes
+    media_type: str = "application/gzip"
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,9 @@ class WorkloadResult:
     compile: CompileCounters = CompileCounters()
     environment: dict[str, Any] = field(default_factory=dict)
     request_latencies_ms: tuple[float, ...] = ()
+    output: OutputIn | None = None  # what --save-output wrote (generate mode)
+    warnings: tuple[str, ...] = ()  # about the run but not its numbers (e.g. an unreadable output)
+    files: tuple[CapturedFile, ...] = ()  # uploaded with the result
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,8 @@ class WorkloadContext:
     on_start: Callable[[int], None] | None = None
     # Starts the benchmark process (None: a plain subprocess); the agent's preloaded interpreter.
     launcher: Launcher | None = None
+    # An evidence job: profile this many steady denoising steps (0: no profiler).
+    profile_steps: int = 0
 
 
 class Workload(Protocol):

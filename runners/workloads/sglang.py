@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from runners.jobenv import job_environ
 from runners.jobspec import CaseSpec
-from runners.workloads.base import WorkloadContext, WorkloadResult
+from runners.outputs import OUTPUT_DIR_NAME, CapturedOutput, capture_output, output_flags
+from runners.workloads.base import CapturedFile, WorkloadContext, WorkloadResult
 from runners.workloads.commandline import (
     DEFAULT_GENERATE,
     DEFAULT_SERVE,
@@ -29,6 +30,7 @@ from runners.workloads.compile_log import CompileEventCounter, compile_counters
 from runners.workloads.conditions import CpuSampler
 from runners.workloads.environment import EnvironmentProbe, interpreter_for
 from runners.workloads.process import SUBPROCESS_LAUNCH, LogCapture, run_process
+from runners.workloads.profiling import collect_trace, profile_args, profile_env
 from runners.workloads.serve import (
     ServeSettings,
     free_port,
@@ -83,7 +85,10 @@ class SglangWorkload:
         dump_path = context.job_dir / PERF_DUMP_NAME
         dump_path.unlink(missing_ok=True)  # a dump from an earlier attempt must not pass for this one
         argv = build_generate_command(case, dump_path, self.generate_executable)
+        argv += output_flags(case.params, case.flags, context.job_dir / OUTPUT_DIR_NAME)
+        argv += profile_args(context.profile_steps)  # an evidence job: a trace of steady steps
         setup = self._prepare(context, self.generate_executable)
+        setup.env.update(profile_env(context.job_dir, context.profile_steps))
         outcome = run_process(
             argv,
             env=setup.env,
@@ -99,6 +104,16 @@ class SglangWorkload:
         environment = self._record_after(context, setup)
         if self.probe is not None and outcome.launch:
             environment["launch"] = outcome.launch  # how the process started: fresh or forked
+        saved = CapturedOutput()
+        if outcome.failure is None:
+            cwd = self._cwd(context)
+            saved = capture_output(setup.capture.text(), cwd=cwd, roots=(context.job_dir, cwd))
+        files: tuple[CapturedFile, ...] = ()
+        if context.profile_steps > 0:
+            files, missing = collect_trace(setup.capture.text(), context.job_dir)
+            environment["profile"] = {"steps": context.profile_steps, "trace": [f.name for f in files]}
+            if missing:
+                environment["profile"]["warning"] = missing
         return WorkloadResult(
             command=render_command(argv, setup.env, self._shown_env()),
             log_text=setup.capture.text(),
@@ -109,6 +124,9 @@ class SglangWorkload:
             log_truncated=setup.capture.truncated,
             compile=compile_counters(setup.counter, dump_text, compile_enabled=compiles(case)),
             environment=environment,
+            files=files,
+            output=saved.output,
+            warnings=saved.warnings,
         )
 
     def _serve(self, case: CaseSpec, context: WorkloadContext) -> WorkloadResult:

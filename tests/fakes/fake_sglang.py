@@ -45,6 +45,10 @@ from typing import Any, ClassVar
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "sglang"
 OK_LOG = "qwen_image_669a9bd.log"
+OK_OUTPUT_NAME = (  # the file the OK log says it saved
+    "A_coffee_shop_entrance_features_a_chalkboard_sign_reading_Qwen_Coffee_2_per_cup_with_a_neon_light_beside"
+    "_20260519-091440_f2a74de4.png"
+)
 OK_DUMP = "perf_dump_qwen_image_669a9bd.json"
 ECHOED_ENV = (
     "SGLANG_GIT_COMMIT",
@@ -211,6 +215,8 @@ def compile_events(rank: int, pid: int) -> list[str]:
 def generate(argv: list[str], scenario: str) -> int:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--perf-dump-path")
+    parser.add_argument("--save-output", action="store_true")
+    parser.add_argument("--output-path", default="outputs")
     args, _ = parser.parse_known_args(argv)
     echo(argv)
     dump_path = Path(args.perf_dump_path) if args.perf_dump_path else None
@@ -240,6 +246,11 @@ def generate(argv: list[str], scenario: str) -> int:
             for record in compile_events(rank, 4000 + rank):
                 print(record, file=sys.stderr, flush=True)
     replay(OK_LOG)
+    if args.save_output:  # the picture the replayed log says it saved, 64² (the log's is 1024²)
+        from PIL import Image
+
+        Path(args.output_path).mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (64, 64), (200, 80, 20)).save(Path(args.output_path) / OK_OUTPUT_NAME)
     if dump_path is not None:
         dump = json.loads((DATA / OK_DUMP).read_text(encoding="utf-8"))
         dump["commit_hash"] = os.environ.get("SGLANG_GIT_COMMIT", dump.get("commit_hash"))

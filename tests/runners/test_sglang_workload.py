@@ -254,7 +254,13 @@ def test_ok_run_streams_the_log_and_reads_the_dump(harness: Harness) -> None:
     assert not result.log_truncated
     echo = harness.echo
     dump_path = harness.tmp / "job" / "perf_dump.json"
-    assert echo["argv"] == build_generate_command(case, dump_path, ())
+    outputs = harness.tmp / "job" / "outputs"
+    assert echo["argv"] == [
+        *build_generate_command(case, dump_path, ()),
+        "--save-output",
+        "--output-path",
+        str(outputs),
+    ]
     assert echo["env"] == {
         "SGLANG_GIT_COMMIT": SHA,
         "CUDA_VISIBLE_DEVICES": "0,1",
@@ -270,6 +276,12 @@ def test_ok_run_streams_the_log_and_reads_the_dump(harness: Harness) -> None:
     assert harness.lines == result.log_text.splitlines()
     assert result.perf_dump_text is not None
     assert json.loads(result.perf_dump_text)["commit_hash"] == SHA
+    # The picture it saved (as the log says, relative to the job directory) is read and deleted.
+    assert result.output is not None
+    assert (result.output.media, result.output.width, result.output.height) == ("image", 64, 64)
+    assert result.output.file_name.endswith("_20260519-091440_f2a74de4.png")
+    assert result.warnings == ()
+    assert list(outputs.iterdir()) == []
 
     parsed = parse_run(result.log_text, result.perf_dump_text)
     dump = json.loads((DATA / "perf_dump_qwen_image_669a9bd.json").read_text(encoding="utf-8"))

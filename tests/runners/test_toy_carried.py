@@ -9,7 +9,7 @@ import pytest
 
 from runners.candidates import CandidateBuilder
 from runners.jobspec import CandidateSpec, CarriedPatch, RepositorySpec
-from runners.toy import ChangeKind, ToyRepository, create_toy_repository
+from runners.toy import ChangeKind, ToyPullRequest, ToyRepository, create_toy_repository
 
 pytestmark = pytest.mark.slow  # builds the real toy repository with git
 
@@ -19,14 +19,19 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> ToyRepository:
     return create_toy_repository(tmp_path_factory.mktemp("toy-carried") / "repo")
 
 
+def fixes(toy: ToyRepository) -> list[ToyPullRequest]:
+    """The two fixes (#103, a change of its own, is not carried here)."""
+    return sorted((pr for pr in toy.pull_requests if pr.fixes_sha is not None), key=lambda pr: pr.number)
+
+
 def carried(toy: ToyRepository) -> tuple[CarriedPatch, ...]:
-    return tuple(CarriedPatch(ref=pr.ref, reason=pr.title) for pr in toy.pull_requests)
+    return tuple(CarriedPatch(ref=pr.ref, reason=pr.title) for pr in fixes(toy))
 
 
 def test_carried_fixes_follow_what_the_base_has(toy: ToyRepository, tmp_path: Path) -> None:
     builder = CandidateBuilder(tmp_path / "work")
     repository = RepositorySpec(name="toydit", url=str(toy.path), default_branch=toy.default_branch)
-    first, second = sorted(toy.pull_requests, key=lambda pr: pr.number)
+    first, second = fixes(toy)
     shas = [commit.sha for commit in toy.commits]
     # A base before either fix landed: both fixes are stacked (the reset is harmless without hooks).
     neither = shas[min(shas.index(first.landed_sha), shas.index(second.landed_sha)) - 1]

@@ -8,6 +8,7 @@ belong to ``benchmarks/toy_incidents.py``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from runners.parsing import RunStatus, parse_run
 from runners.toy import ToyRepository, create_toy_repository
@@ -285,6 +287,26 @@ def test_same_seed_same_digest(runner: ToyRunner, baseline: Generated) -> None:
     other_seed = runner.generate("01-initial", *REQUEST, "--seed", "7", dump=False)
     assert other_seed.returncode == 0, other_seed.log[-3000:]
     assert other_seed.digest != baseline.digest
+
+
+def test_save_output_writes_the_picture_and_says_where_as_sglang_does(runner: ToyRunner) -> None:
+    # The oldest and the newest commit: every commit of the history takes sglang's output flags.
+    for source in ("01-initial", "15-merge-image-tokens"):
+        saved = runner.scratch / f"saved-{source}"
+        result = runner.generate(source, *REQUEST, "--save-output", "--output-path", str(saved), dump=False)
+        assert result.returncode == 0, result.log[-3000:]
+        (path,) = saved.iterdir()
+        assert f"] Output saved to {path}\n" in result.log
+        assert path.name.startswith("A_cinematic_photo")
+        assert path.suffix == ".png"
+        with Image.open(path) as image:
+            assert (image.format, image.mode, image.size) == ("PNG", "RGB", (256, 256))
+            planes = b"".join(band.tobytes() for band in image.split())
+        # The toy's digest is of its channel-planar 8-bit pixels: the PNG holds exactly those.
+        assert hashlib.sha256(planes).hexdigest() == result.digest
+    named = runner.generate("01-initial", *REQUEST, "--save-output", "--output-file-name", "fox", dump=False)
+    assert "Output saved to outputs/fox.png" in named.log
+    assert (runner.tree("01-initial") / "outputs" / "fox.png").is_file()
 
 
 def test_unknown_flags_are_rejected(runner: ToyRunner) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.toy import ChangeKind, ToyRepository, ToyRepositoryError, create_toy_repository
+from runners.toy import ChangeKind, ToyPullRequest, ToyRepository, ToyRepositoryError, create_toy_repository
 from runners.toy.history import MAIN, PULL_REQUESTS
 from tracker.catalog.suites import parse_suite
 
@@ -28,6 +28,11 @@ def patch_id(repo: Path, sha: str) -> str:
     return result.stdout.decode().split()[0]
 
 
+def fixing(toy: ToyRepository) -> list[ToyPullRequest]:
+    """The pull requests that fix a regression on main (#101, #102)."""
+    return [p for p in toy.pull_requests if p.fixes_sha is not None]
+
+
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory: pytest.TempPathFactory) -> ToyRepository:
     return create_toy_repository(tmp_path_factory.mktemp("toy") / "repo")
@@ -43,7 +48,7 @@ def test_main_holds_the_scripted_history(toy: ToyRepository) -> None:
     assert kinds[0] is ChangeKind.BASELINE
     assert kinds.count(ChangeKind.REGRESSION) == 2
     assert kinds.count(ChangeKind.FIX) == 2
-    assert kinds.count(ChangeKind.SPEEDUP) == 1
+    assert kinds.count(ChangeKind.SPEEDUP) == 2
     assert kinds.count(ChangeKind.NEUTRAL) >= 6
     for incident in (1, 2):
         regression, fix = (c for c in toy.commits if c.incident == incident)
@@ -63,7 +68,7 @@ def test_both_regressions_are_on_main_before_either_fix_lands(toy: ToyRepository
     assert [toy.commits[i].source for i in fixes] == ["12-custom-op-layernorm", "13-dynamo-reset"]
     base = toy.commits[min(fixes) - 1]
     assert base.source == "11-digest-log-line"
-    for pull_request in toy.pull_requests:
+    for pull_request in fixing(toy):
         assert position[pull_request.base_sha] < position[base.sha]
 
 
@@ -138,8 +143,9 @@ def test_moved_branch_is_reported(tmp_path: Path) -> None:
 
 
 def test_pull_requests_branch_off_right_after_their_regression(toy: ToyRepository) -> None:
-    assert [p.number for p in toy.pull_requests] == [spec.number for spec in PULL_REQUESTS] == [101, 102]
-    for pull_request in toy.pull_requests:
+    assert [p.number for p in toy.pull_requests] == [spec.number for spec in PULL_REQUESTS] == [101, 102, 103]
+    assert [p.number for p in fixing(toy)] == [101, 102]
+    for pull_request in fixing(toy):
         assert git(toy.path, "rev-parse", pull_request.branch) == pull_request.head_sha
         assert git(toy.path, "rev-parse", pull_request.ref) == pull_request.head_sha
         assert git(toy.path, "rev-parse", f"{pull_request.head_sha}^") == pull_request.base_sha
@@ -177,7 +183,7 @@ def cherry_pick(toy: ToyRepository, workdir: Path, base: str, sha: str) -> str |
 
 
 def test_fixes_stack_onto_older_bases(toy: ToyRepository, tmp_path: Path) -> None:
-    custom_op, reset = toy.pull_requests
+    custom_op, reset = fixing(toy)
     # Cherry-picked onto the commit before it landed, each fix gives exactly main's tree.
     before_landing = toy.commits[toy.commits.index(toy.commit(custom_op.landed_sha)) - 1]
     landed_tree = git(toy.path, "rev-parse", f"{custom_op.landed_sha}^{{tree}}")
@@ -199,6 +205,23 @@ def test_toy_suite_loads_with_the_repository_path(toy: ToyRepository) -> None:
     assert {case.workload for case in suite.cases} == {"toy"}
     assert {tuple(case.hardware) for case in suite.cases} == {("cpu",)}
     flags = {case.slug: case.flags for case in suite.cases}
-    assert flags["toy-dit-t2i-256"] == {"enable-torch-compile": True, "warmup": True}
+    assert flags["toy-dit-t2i-256"] == {"enable-torch-compile": True, "warmup": True, "save-output": True}
     assert flags["toy-dit-t2i-256-offload-compile"]["offload-during-compile"] is True
     assert all(case.threshold_pct == 2.0 for case in suite.cases)
+
+
+def test_the_output_changing_speed_up_lands_last_from_its_own_pull_request(toy: ToyRepository) -> None:
+    changed = [c for c in toy.commits if c.changes_output]
+    assert [c.source for c in changed] == ["15-merge-image-tokens"]
+    (commit,) = changed
+    assert commit.kind is ChangeKind.SPEEDUP
+    assert commit == toy.commits[-1]
+    merge = toy.pull_request(103)
+    assert merge.fixes_sha is None
+    assert merge.base_sha == toy.commit("14-release-0.2.0").sha
+    assert merge.landed_sha == commit.sha
+    assert merge.commits[0].changes_output
+    assert git(toy.path, "rev-parse", f"{merge.head_sha}^{{tree}}") == git(
+        toy.path, "rev-parse", f"{commit.sha}^{{tree}}"
+    )
+    assert "repeat_interleave" in git(toy.path, "show", f"{commit.sha}:toydit/dit.py")

@@ -152,7 +152,8 @@ def history(
 ) -> list[list[Run]]:
     """Commits 0, 1, … in order, each measured ``runs`` times in its shape."""
     return [
-        store_commit(session, index, shape, runs=runs, seed=seed, case=case) for index, shape in enumerate(shapes)
+        store_commit(session, index, shape, runs=runs, seed=seed, case=case)
+        for index, shape in enumerate(shapes)
     ]
 
 

@@ -3,12 +3,15 @@ key stored concurrently between the look-up and the insert answered as a duplica
 
 from __future__ import annotations
 
+import base64
+import io
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from PIL import Image
 from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
@@ -78,10 +81,34 @@ def _varied() -> list[ResultIn | PerftrackError]:
         result_body(idempotency_key="mean-only-0001", step_times_ms=[1.0]),  # key reused: refused
         result_body(case="no-such-case"),
         result_body(hardware="B200"),
+        result_body(output=_output(_png(16, 8), _png(16, 8, 90)), idempotency_key="output-0001"),
+        # A reference with PNG's signature that does not decode: refused alone, naming the field.
+        result_body(output=_output(BROKEN_PNG), idempotency_key="output-0002"),
     ]
     items: list[ResultIn | PerftrackError] = [ResultIn.model_validate(body) for body in bodies]
     items.append(Conflict("refused before it came here"))
     return items
+
+
+def _png(width: int, height: int, red: int = 200) -> str:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (red, 40, 10)).save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+BROKEN_PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"not a png at all").decode("ascii")
+
+
+def _output(*frames: str) -> dict[str, Any]:
+    return {
+        "digest": "sha256:" + "ab" * 32,
+        "media": "video" if len(frames) > 1 else "image",
+        "width": 32,
+        "height": 16,
+        "frame_count": 2 * len(frames),
+        "file_name": "fox.mp4",
+        "frames": [{"frame_index": 2 * index, "png_base64": png} for index, png in enumerate(frames)],
+    }
 
 
 def _rows(session: Session, name: str) -> list[dict[str, Any]]:
@@ -117,6 +144,14 @@ def _snapshot(session: Session) -> dict[str, Any]:
         "run_artifacts": sorted(
             ({**row, "run_id": key_of[row["run_id"]]} for row in _rows(session, "run_artifacts")),
             key=lambda row: row["run_id"],
+        ),
+        "run_outputs": sorted(
+            ({**row, "run_id": key_of[row["run_id"]]} for row in _rows(session, "run_outputs")),
+            key=lambda row: row["run_id"],
+        ),
+        "run_output_frames": sorted(
+            ({**row, "run_id": key_of[row["run_id"]]} for row in _rows(session, "run_output_frames")),
+            key=lambda row: (row["run_id"], row["position"]),
         ),
         "commits": sorted(
             (
@@ -182,7 +217,9 @@ def test_a_batch_stores_every_column_as_one_by_one_ingest_does(session: Session)
     # Run ids differ between the two passes; everything else is the same, refusals' wording too.
     strip_ids = [(kind, text.split(" (run ")[0]) for kind, text in outcomes]
     assert strip_ids == [(kind, text.split(" (run ")[0]) for kind, text in expected_outcomes]
-    assert [item.outcome for item in batch].count(BatchOutcome.STORED) == 9
+    assert [item.outcome for item in batch].count(BatchOutcome.STORED) == 10
+    assert [row["position"] for row in stored["run_output_frames"]] == [0, 1]
+    assert "output.frames.0.png_base64" in outcomes[-2][1]
     assert any("Not the baseline" in text for _, text in outcomes)  # a disagreement warning came back
     assert stored.keys() == expected.keys()
     assert stored["series_latest"]  # the overview's rows were kept too

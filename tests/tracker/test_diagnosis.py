@@ -182,7 +182,7 @@ def test_alerts_are_diagnosed_together_with_a_fixed_number_of_queries(session: S
         found = alert_diagnoses(session=session, alerts=[alert, first_commit])
     finally:
         event.remove(engine, "before_cursor_execute", count)
-    assert len(statements) == 3
+    assert len(statements) == 5  # the runs (3), the evidence runs, the outputs
     assert found[-1] == []
     assert kinds(found[alert.id])[0] is FindingKind.COMPILE
 

@@ -163,6 +163,39 @@ def test_threshold_change_updates_in_place(session: Session, tmp_path: Path) -> 
     assert case.threshold_for("GB300") == 2.5
 
 
+def test_output_tolerance_comes_from_the_case_or_the_defaults_and_keeps_the_version(
+    session: Session, tmp_path: Path
+) -> None:
+    shipped = parse_suite(SUITE_TEXT)
+    assert {case.output_psnr_db for case in shipped.cases} == {None}  # the tracker's 40 dB
+    with_default = SUITE_TEXT.replace("[defaults]\n", "[defaults]\noutput_psnr_db = 35\n", 1)
+    one_case = with_default.replace("threshold_pct = 3.0", "threshold_pct = 3.0\noutput_psnr_db = 30.5", 1)
+    resolved = {case.slug: case for case in parse_suite(one_case).cases}
+    assert resolved["z-image-turbo-serve-gb300"].output_psnr_db == 30.5
+    assert {
+        case.output_psnr_db for slug, case in resolved.items() if slug != "z-image-turbo-serve-gb300"
+    } == {35}
+    # Like a threshold, the tolerance is no part of what a case measures: same hash, same series.
+    hashes = {case.slug: case.config_hash() for case in shipped.cases}
+    assert {slug: case.config_hash() for slug, case in resolved.items()} == hashes
+    sync_suites(session=session, suites=load_suites(SHIPPED_SUITES))
+    (tmp_path / "suite.toml").write_text(one_case)
+    report = sync_suites(session=session, suites=load_suites(tmp_path))
+    assert report.new_versions == []
+    case = session.scalar(
+        select(Case).where(Case.slug == "z-image-turbo-serve-gb300", Case.is_current.is_(True))
+    )
+    assert case is not None
+    assert case.output_psnr_db == 30.5
+
+
+@pytest.mark.parametrize("value", ["5", "101", '"high"'])
+def test_output_tolerance_must_be_a_psnr_in_range(value: str) -> None:
+    text = SUITE_TEXT.replace("threshold_pct = 3.0", f"threshold_pct = 3.0\noutput_psnr_db = {value}", 1)
+    with pytest.raises(SuiteError, match="output_psnr_db"):
+        parse_suite(text)
+
+
 # --- [[schedule]] -----------------------------------------------------------------------------
 
 SCHEDULE = SUITE_TEXT[SUITE_TEXT.index("[[schedule]]") :]

@@ -97,6 +97,7 @@ def _sync_case(
     case.model_family = spec.family
     case.repository = repository
     case.threshold_pct = spec.threshold_pct
+    case.output_psnr_db = spec.output_psnr_db
     case.timeout_s = spec.timeout_s
     case.paths = list(spec.paths)
     _reconcile_hardware(case=case, spec=spec, kinds=kinds)
@@ -128,6 +129,7 @@ def _unchanged(*, case: Case, spec: ResolvedCase, repository: Repository) -> boo
         case.is_current
         and case.title == spec.title
         and case.threshold_pct == spec.threshold_pct
+        and case.output_psnr_db == spec.output_psnr_db
         and case.model_family == spec.family
         and case.timeout_s == spec.timeout_s
         and list(case.paths) == spec.paths

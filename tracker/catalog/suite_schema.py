@@ -20,6 +20,8 @@ SLUG_PATTERN = r"^[a-z0-9][a-z0-9.\-]{1,126}[a-z0-9]$"
 HARDWARE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
 FlagValue = bool | int | float | str
 Percent = Annotated[float, Field(gt=0, le=100)]
+# The output tolerance: PSNR at or above it is the same picture (tracker.statistics.fidelity).
+PsnrDb = Annotated[float, Field(ge=10, le=100, description="dB")]
 # The member tags pydantic puts in the location of an error inside a union (flag values).
 _UNION_TAGS = frozenset({"bool", "int", "float", "str"})
 
@@ -94,6 +96,7 @@ class CaseSpec(_Strict):
     num_gpus: Annotated[int, Field(ge=1, le=64)] = 1
     threshold_pct: Percent | None = None
     thresholds: dict[str, Percent] = Field(default_factory=dict, description="per-hardware overrides")
+    output_psnr_db: PsnrDb | None = None
     requests: Annotated[int, Field(ge=1, le=100)] = 1
     timeout_s: Annotated[int, Field(ge=10, le=86_400)] | None = None
     params: Params
@@ -173,6 +176,7 @@ class Defaults(_Strict):
     """The ``[defaults]`` table, applied to every case that does not say otherwise."""
 
     threshold_pct: Percent = 2.0
+    output_psnr_db: PsnrDb | None = Field(default=None, description="None: the tracker's default, 40 dB")
     workload: Literal["sglang", "toy"] = "sglang"
     mode: Literal["generate", "serve"] = "generate"
     timeout_s: Annotated[int, Field(ge=10, le=86_400)] = 3600

@@ -52,6 +52,7 @@ class ResolvedCase(BaseModel):
     num_gpus: int
     threshold_pct: float
     thresholds: dict[str, float]
+    output_psnr_db: float | None = None  # PSNR (dB) at or above which an output is the same picture
     requests: int
     timeout_s: int
     params: dict[str, Any]
@@ -59,7 +60,8 @@ class ResolvedCase(BaseModel):
     paths: list[str] = Field(default_factory=list)
 
     def config_hash(self) -> str:
-        """SHA-256 of what changes a measurement; title, thresholds, hardware list and paths do not."""
+        """SHA-256 of what changes a measurement; title, thresholds (the output's tolerance too),
+        hardware list and paths do not."""
         identity = {
             "model": self.model,
             "task": self.task,
@@ -160,6 +162,9 @@ def _resolve(suite_file: SuiteFile, path: str) -> Suite:
             num_gpus=case.num_gpus,
             threshold_pct=case.threshold_pct if case.threshold_pct is not None else defaults.threshold_pct,
             thresholds=dict(case.thresholds),
+            output_psnr_db=case.output_psnr_db
+            if case.output_psnr_db is not None
+            else defaults.output_psnr_db,
             requests=case.requests,
             timeout_s=case.timeout_s or defaults.timeout_s,
             params=case.params.model_dump(by_alias=True, exclude_none=True),

@@ -1,4 +1,4 @@
-"""A/B comparisons of candidates in interleaved rounds, A/A calibration, and their summaries.
+"""A/B comparisons of candidates in interleaved rounds, A/A calibration, output checks and their summaries.
 
-May import: queue, series, vcs, catalog and everything below them.
+May import: queue, series, outputs, vcs, catalog and everything below them.
 """

@@ -6,7 +6,8 @@ unusable. When every scheduled round of a result has ended and the verdict is st
 the rounds are doubled (2 → 4 → 8, up to ``max_rounds``), as Pinpoint asks for more data; at the
 cap the result stays inconclusive and says so. Paired checks (confirmations, bisection steps) ask
 for rounds as their own decisions say. A comparison of a candidate with itself (A/A) stores a
-calibration when it is done. Reading comparisons back, round by round, is
+calibration when it is done. Each recomputation also checks head's seeded output against base's
+(:mod:`tracker.comparisons.output_checks`). Reading comparisons back, round by round, is
 :mod:`tracker.comparisons.summary`.
 """
 
@@ -19,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from tracker.comparisons.calibration import calibration_interfered, store_calibration
 from tracker.comparisons.creation import enqueue_round
+from tracker.comparisons.output_checks import check_result_output
 from tracker.comparisons.summary import RoundView, rounds_of
 from tracker.comparisons.verdicts import failed_arms, judge_result, paired_decision, with_failures
 from tracker.enums import FINISHED_COMPARISON_STATES, PENDING_JOB_STATES
@@ -135,7 +137,11 @@ def _refresh(
     rounds: list[RoundView],
     now: dt.datetime,
 ) -> None:
-    """Recompute one result; schedule more rounds when all ended inconclusive below the cap."""
+    """Recompute one result; schedule more rounds when all ended inconclusive below the cap.
+
+    Head's output is checked against base's first (every kind: an A/A's should be identical).
+    """
+    check_result_output(session=session, result=result, rounds=rounds)
     if comparison.kind in (ComparisonKind.CONFIRMATION, ComparisonKind.BISECT):
         _refresh_paired_check(session=session, comparison=comparison, result=result, rounds=rounds, now=now)
         return

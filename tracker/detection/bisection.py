@@ -11,7 +11,8 @@ commit against the last good one (a comparison of kind ``bisect``) decide where 
 (:func:`tracker.statistics.bisection.bisect_call`), so noise cannot send the search the wrong way. A commit
 that fails to build or run, or stays too close to call, is skipped and its neighbour is tried,
 as ``asv find`` does. About log2(n) steps; commits already measured (nightly runs inside the
-range) are classified without a job.
+range) are classified without a job. An output alert's steps are called by their seeded output
+instead (:mod:`tracker.detection.step_judges`): the same walk, one run per step, never paired.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sqlalchemy.orm import Session
 from tracker.comparisons.creation import create_paired_check
 from tracker.detection.alert_log import ACTOR, record
 from tracker.detection.confirmation import POLICY
+from tracker.detection.step_judges import Judged, judge_output_step
 from tracker.enums import FINISHED_COMPARISON_STATES
 from tracker.models import (
     Alert,
@@ -39,6 +41,7 @@ from tracker.models import (
     ComparisonKind,
     Job,
     JobReason,
+    Metric,
     Run,
     RunStatus,
     Verdict,
@@ -134,25 +137,21 @@ def advance(*, session: Session, alert: Alert, now: dt.datetime) -> None:
             _conclude(alert, [commits[commit_ids[index]] for index in range(low + 1, high + 1)], now)
             return
         middle = doubtful[len(doubtful) // 2]
-        commit = commits[commit_ids[middle]]
-        values = _measured(session, alert, commit)
         step = BisectionStep(
             position=len(alert.bisection_steps),
-            commit=commit,
+            commit=commits[commit_ids[middle]],
             outcome=BisectionOutcome.PENDING,
             created_at=now,
         )
         alert.bisection_steps.append(step)
-        if values:
-            called = _classify(alert, step, values, note="measured already")
-            if called == "called":
-                continue
-            if called == "again":
-                _measure(session, alert, step, again=len(values))
-            else:
-                _pair(session, alert, step)
-            return
-        _measure(session, alert, step)
+        judged = _judge(session, alert, step, run=None, note="measured already")
+        if judged.action == "called":
+            continue
+        if judged.action == "skip":
+            step.outcome = BisectionOutcome.SKIPPED
+            step.note = f"could not call: {judged.reason}"[:2000]
+            continue
+        _follow(session, alert, step, judged)
         return
 
 
@@ -164,18 +163,15 @@ def record_job(*, session: Session, job: Job, run: Run | None, now: dt.datetime)
     step = next((step for step in alert.bisection_steps if step.job_id == job.id), None)
     if step is None or step.outcome is not BisectionOutcome.PENDING:
         return
-    values = _measured(session, alert, step.commit)
-    if run is not None and run.status is RunStatus.OK and run.denoise_step_ms and values:
-        called = _classify(alert, step, values, note=f"run {run.id}")
-        if called != "called":
-            if called == "again":
-                _measure(session, alert, step, again=len(values))
-            else:
-                _pair(session, alert, step)
-            session.flush()
-            return
-    else:
-        reason = (
+    judged = Judged("skip")
+    if run is not None and run.status is RunStatus.OK:
+        judged = _judge(session, alert, step, run=run, note=f"run {run.id}")
+    if judged.action in ("again", "pair"):
+        _follow(session, alert, step, judged)
+        session.flush()
+        return
+    if judged.action != "called":
+        reason = judged.reason or (
             (run.excluded_reason or run.failure_reason if run is not None else None)
             or job.failure_reason
             or job.state.value
@@ -184,6 +180,26 @@ def record_job(*, session: Session, job: Job, run: Run | None, now: dt.datetime)
         step.note = f"could not measure: {reason}"[:2000]
     session.flush()
     advance(session=session, alert=alert, now=now)
+
+
+def _judge(session: Session, alert: Alert, step: BisectionStep, *, run: Run | None, note: str) -> Judged:
+    """Judge the step's commit the way the alert's metric is judged (``run``: its job's new run)."""
+    if alert.metric is Metric.OUTPUT:
+        return judge_output_step(session, alert, step, run=run, note=note)
+    values = _measured(session, alert, step.commit)
+    if run is not None and not run.denoise_step_ms:
+        return Judged("skip")
+    if not values:
+        return Judged("skip") if run is not None else Judged("measure")
+    return Judged(_classify(alert, step, values, note=note), runs=len(values))
+
+
+def _follow(session: Session, alert: Alert, step: BisectionStep, judged: Judged) -> None:
+    """Do what a step's judgement asks for: a job for it, a repeat, or paired rounds."""
+    if judged.action == "pair":
+        _pair(session, alert, step)
+    else:
+        _measure(session, alert, step, again=judged.runs if judged.action == "again" else 0)
 
 
 def _measured(session: Session, alert: Alert, commit: Commit) -> list[float]:

@@ -19,6 +19,9 @@ class FindingKind(StrEnum):
     WARMUP = "warmup"  # step 0 against the steady state
     STAGE = "stage"  # which pipeline stage moved
     MEMORY = "memory"  # peak memory
+    GRAPH_BREAK = "graph_break"  # a graph break the culprit's evidence run has and the last good one not
+    OPERATOR = "operator"  # an operator whose self time per step grew (evidence runs' profiles)
+    OUTPUT = "output"  # the seeded output changed beyond the case's tolerance
 
 
 @dataclass(frozen=True)
@@ -135,3 +138,20 @@ def format_mib(value: float, *, signed: bool = False) -> str:
     if abs(value) >= 1024:
         return f"{value / 1024:{sign}.1f} GiB"
     return f"{value:{sign}.0f} MiB"
+
+
+@dataclass(frozen=True)
+class OutputFact:
+    """How the first bad commit's (or head arm's) seeded output compares with the last good one's.
+
+    ``changed``: beyond ``tolerance_db``; PSNR (dB) and SSIM are the lowest over the frames
+    (``None`` where no finite value was measured).
+    """
+
+    changed: bool
+    tolerance_db: float
+    psnr_db: float | None = None
+    ssim: float | None = None
+    before_run_id: int | None = None
+    after_run_id: int | None = None
+    against: str = "the last good commit"  # what the "before" side is, as the finding names it ("base")

@@ -9,7 +9,10 @@ many alerts, results or runs it covers.
   them (a run flagged for its conditions stands beside the re-run that replaced it).
 
 Three queries read what the rules need: the runs' summary columns (with the runner's name), their
-stages and their environments (for the GPU state); nothing else of the artifacts is loaded.
+stages and their environments (for the GPU state); nothing else of the artifacts is loaded. A
+fourth reads what the evidence runs of the culprit (or of a regression's two sides) showed
+(:mod:`tracker.diagnosis.evidence_loading`); evidence runs themselves are never among the runs
+compared (they ran with a profiler on).
 """
 
 from __future__ import annotations
@@ -18,14 +21,38 @@ import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Select, func, select, tuple_
+from sqlalchemy import Select, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from tracker.comparisons.summary import ArmView, ComparisonView
-from tracker.diagnosis.facts import DEFAULT_CONFIG, Counters, DiagnosisConfig, Finding, GpuReading, RunFacts
+from tracker.diagnosis.evidence import evidence_findings
+from tracker.diagnosis.evidence_loading import alert_evidence, result_evidence
+from tracker.diagnosis.facts import (
+    DEFAULT_CONFIG,
+    Counters,
+    DiagnosisConfig,
+    Finding,
+    GpuReading,
+    OutputFact,
+    RunFacts,
+)
 from tracker.diagnosis.findings import diagnose
+from tracker.diagnosis.output_loading import alert_outputs
+from tracker.diagnosis.output_rule import with_output
+from tracker.diagnosis.result_outputs import result_output
 from tracker.ingest.conditions import conditions_from_environment
-from tracker.models import Alert, Candidate, Run, RunArtifacts, Runner, RunStage, RunStatus, Verdict
+from tracker.models import (
+    Alert,
+    Candidate,
+    Job,
+    JobReason,
+    Run,
+    RunArtifacts,
+    Runner,
+    RunStage,
+    RunStatus,
+    Verdict,
+)
 
 RUNS_PER_SIDE = 12  # newest runs of a commit an alert's diagnosis reads
 SeriesKey = tuple[int, int]  # (case id, hardware kind id)
@@ -120,7 +147,12 @@ def _alert_runs(keys: Iterable[tuple[int, int, int]]) -> Select[Any]:
         select(*_columns(), Run.case_id, Run.hardware_kind_id, Run.commit_id, rank.label("rank"))
         .join(Candidate, Candidate.id == Run.candidate_id)
         .outerjoin(Runner, Runner.id == Run.runner_id)
-        .where(tuple_(Run.case_id, Run.hardware_kind_id, Run.commit_id).in_(sorted(keys)), Candidate.is_plain)
+        .outerjoin(Job, Job.id == Run.job_id)
+        .where(
+            tuple_(Run.case_id, Run.hardware_kind_id, Run.commit_id).in_(sorted(keys)),
+            Candidate.is_plain,
+            or_(Job.id.is_(None), Job.reason != JobReason.EVIDENCE),
+        )
         .subquery()
     )
     return select(ranked).where(ranked.c.rank <= RUNS_PER_SIDE).order_by(ranked.c.id)
@@ -132,7 +164,8 @@ def alert_diagnoses(
     """Per alert id, why its first bad commit's runs differ from its last good commit's.
 
     An alert without a last good commit (the series' first commit) has nothing to compare: empty.
-    Three queries for any number of alerts.
+    The culprit's evidence runs, once stored, add their findings. Four queries for any number of
+    alerts.
     """
     keys = {
         (alert.case_id, alert.hardware_kind_id, commit_id)
@@ -144,6 +177,8 @@ def alert_diagnoses(
         return {alert.id: [] for alert in alerts}
     rows = session.execute(_alert_runs(keys)).all()
     facts = _facts(session, rows)
+    evidence = alert_evidence(session=session, alert_ids=[alert.id for alert in alerts])
+    outputs = alert_outputs(session=session, alerts=alerts)  # the picture, said first when it changed
     by_commit: dict[tuple[int, int, int], list[RunFacts]] = {}
     for row in rows:
         by_commit.setdefault((row.case_id, row.hardware_kind_id, row.commit_id), []).append(facts[row.id])
@@ -155,14 +190,22 @@ def alert_diagnoses(
         series = (alert.case_id, alert.hardware_kind_id)
         before = by_commit.get((*series, alert.last_good_commit_id), [])
         after = by_commit.get((*series, alert.first_bad_commit_id), [])
-        diagnoses[alert.id] = diagnose(before, after, config)
+        found = _with_evidence(diagnose(before, after, config), evidence.get(alert.id))
+        diagnoses[alert.id] = with_output(found, outputs.get(alert.id))
     return diagnoses
+
+
+def _with_evidence(found: list[Finding], sides: tuple[Sequence[Any], Sequence[Any]] | None) -> list[Finding]:
+    """``found`` and what the evidence runs' summaries add, most telling first."""
+    if sides is None:
+        return found
+    return sorted([*found, *evidence_findings(*sides)], key=lambda item: -item.weight)
 
 
 def alert_diagnosis(
     *, session: Session, alert: Alert, config: DiagnosisConfig = DEFAULT_CONFIG
 ) -> list[Finding]:
-    """Why one alert's first bad commit differs from its last good commit (three queries)."""
+    """Why one alert's first bad commit differs from its last good commit (five queries)."""
     return alert_diagnoses(session=session, alerts=[alert], config=config)[alert.id]
 
 
@@ -177,12 +220,17 @@ def comparison_diagnoses(
     *, session: Session, view: ComparisonView, config: DiagnosisConfig = DEFAULT_CONFIG
 ) -> dict[SeriesKey, list[Finding]]:
     """Per (case id, hardware kind id) of a result with a verdict, why its head arm differs from
-    its base arm (three queries for the whole comparison). Pending results are left out."""
+    its base arm (four queries for the whole comparison, the evidence runs' summaries among them).
+    Pending results are left out."""
     sides: dict[SeriesKey, tuple[list[int], list[int]]] = {}
+    result_ids: dict[SeriesKey, int] = {}
+    outputs: dict[SeriesKey, OutputFact | None] = {}  # as stored on the result: said first when changed
     for item in view.results:
         if item.result.verdict is Verdict.PENDING:
             continue
         key = (item.result.case_id, item.result.hardware_kind_id)
+        result_ids[key] = item.result.id
+        outputs[key] = result_output(item.result)
         sides[key] = (
             _arm_runs(round_view.base for round_view in item.rounds),
             _arm_runs(round_view.head for round_view in item.rounds),
@@ -190,11 +238,18 @@ def comparison_diagnoses(
     facts = run_facts(
         session=session, run_ids={run_id for pair in sides.values() for ids in pair for run_id in ids}
     )
+    evidence = result_evidence(session=session, result_ids=list(result_ids.values()))
     return {
-        key: diagnose(
-            [facts[run_id] for run_id in base if run_id in facts],
-            [facts[run_id] for run_id in head if run_id in facts],
-            config,
+        key: with_output(
+            _with_evidence(
+                diagnose(
+                    [facts[run_id] for run_id in base if run_id in facts],
+                    [facts[run_id] for run_id in head if run_id in facts],
+                    config,
+                ),
+                evidence.get(result_ids[key]),
+            ),
+            outputs[key],
         )
         for key, (base, head) in sides.items()
     }

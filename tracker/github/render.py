@@ -10,9 +10,10 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 
+from tracker.comparisons.labels import ResultOutcome, comparison_label, output_summary, result_label
 from tracker.comparisons.summary import ComparisonView, ResultView
 from tracker.diagnosis.facts import Finding
-from tracker.models import Candidate, ComparisonState, Verdict
+from tracker.models import Candidate, ComparisonResult, ComparisonState, OutputStatus, Verdict
 
 # Findings shown under each result that changed (the rest are on the comparison's page).
 FINDINGS_IN_COMMENT = 2
@@ -82,7 +83,7 @@ def render_comment(
     comparison = view.comparison
     lines = [
         marker(comparison.id),
-        f"### perftrack: comparison {comparison.id} — {_STATE[comparison.state]}",
+        f"### perftrack: comparison {comparison.id} — {_STATE[comparison.state]}{_output_headline(view)}",
         "",
     ]
     link = comparison_link(public_url, comparison.id)
@@ -101,6 +102,7 @@ def render_comment(
         lines += [_row(result, public_url) for result in results]
         lines.append("")
         notes = [_note(result) for result in results if result.result.note]
+        notes += [_output_line(result.result) for result in results if result.result.output_status]
         notes += [why for result in results if (why := _why(result, diagnoses or {}))]
         lines += notes
         if notes:
@@ -136,7 +138,30 @@ def _row(view: ResultView, public_url: str | None) -> str:
         runs = _run_links(view, public_url)
         if runs:
             rounds = f"{rounds} ({runs})"
-    return f"| {code(result.case.slug, cell=True)} | {base} | {head} | {change} | {interval} | {_VERDICT[result.verdict]} | {rounds} |"
+    return f"| {code(result.case.slug, cell=True)} | {base} | {head} | {change} | {interval} | {_verdict(result)} | {rounds} |"
+
+
+def _verdict(result: ComparisonResult) -> str:
+    """The verdict cell: a changed output is never a plain improvement."""
+    if result.output_status is not OutputStatus.CHANGED:
+        return _VERDICT[result.verdict]
+    mark = "🔴" if result.verdict is Verdict.REGRESSION else "🟠"
+    return f"{mark} {result_label(result.verdict, result.output_status)}"
+
+
+def _output_headline(view: ComparisonView) -> str:
+    """`` — ⚠️ faster, but the output changed`` when any result's output changed beyond its tolerance."""
+    results = [item.result for item in view.results]
+    if not any(result.output_status is OutputStatus.CHANGED for result in results):
+        return ""
+    comparison = view.comparison
+    label = comparison_label(comparison.state, [ResultOutcome(r.verdict, r.output_status) for r in results])
+    return f" — ⚠️ {label if comparison.state is ComparisonState.DONE else 'output changed so far'}"
+
+
+def _output_line(result: ComparisonResult) -> str:
+    """``- `case`: output changed (PSNR 27.1 dB, SSIM 0.812)``."""
+    return f"- {code(result.case.slug)}: {output_summary(result.output_status, result.output_psnr_db, result.output_ssim)}"
 
 
 def _note(view: ResultView) -> str:

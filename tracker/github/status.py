@@ -8,10 +8,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.comparisons.labels import ResultOutcome, comparison_label
 from tracker.github import outbox
-from tracker.models import Comparison, ComparisonState, GithubOutbox, OutboxKind, Verdict
+from tracker.models import Comparison, ComparisonState, GithubOutbox, OutboxKind, OutputStatus, Verdict
 
 OPEN_STATES = (ComparisonState.PENDING, ComparisonState.RUNNING)
+MAX_DESCRIPTION = 140  # characters GitHub keeps of a commit status' description
 
 
 def comparison_changed(*, session: Session, comparison: Comparison) -> None:
@@ -54,11 +56,30 @@ def commit_status(comparison: Comparison) -> tuple[str, str]:
         return "error", f"perf comparison {comparison.id} was cancelled"
     if comparison.state is ComparisonState.FAILED:
         return "error", f"perf comparison {comparison.id} failed: nothing measured"
+    changed = output_changed(comparison)
+    if changed:
+        return "failure", changed
     regressions = sum(1 for verdict in verdicts if verdict is Verdict.REGRESSION)
     if regressions:
         return "failure", f"{regressions} regression(s) beyond threshold"
     improvements = sum(1 for verdict in verdicts if verdict is Verdict.IMPROVEMENT)
     return "success", f"no regression ({improvements} improvement(s), {len(verdicts)} results)"
+
+
+def output_changed(comparison: Comparison) -> str:
+    """A finished comparison's status description when an output changed beyond its tolerance
+    (``faster, but the output changed (PSNR 27.1 dB)``), else ``""``."""
+    results = comparison.results
+    changed = [result for result in results if result.output_status is OutputStatus.CHANGED]
+    if not changed:
+        return ""
+    label = comparison_label(comparison.state, [ResultOutcome(r.verdict, r.output_status) for r in results])
+    lowest = min((r.output_psnr_db for r in changed if r.output_psnr_db is not None), default=None)
+    psnr = f"PSNR {lowest:.1f} dB" if lowest is not None else ""
+    if len(results) > 1:
+        psnr = f"{len(changed)} of {len(results)} results" + (f", lowest {psnr}" if psnr else "")
+    description = f"{label} ({psnr})" if psnr else label
+    return description if len(description) <= MAX_DESCRIPTION else description[: MAX_DESCRIPTION - 1] + "…"
 
 
 def _last_status(session: Session, comparison_id: int) -> dict[str, Any] | None:

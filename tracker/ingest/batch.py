@@ -32,6 +32,7 @@ from tracker.ingest.results import IngestLimits, check_limits, derive_idempotenc
 from tracker.ingest.rows import RunRows, run_rows
 from tracker.models import Base, Job, Run, RunArtifacts, RunSource, RunStage, RunStatus
 from tracker.observability.metrics import record_result
+from tracker.outputs.storing import insert_outputs
 from tracker.series.counts import count_runs
 from tracker.series.latest import note_stored_runs
 from wire import ResultIn, validation_message
@@ -224,7 +225,7 @@ def _record_stored(*, session: Session, stored: Sequence[BatchItem], new_runs: d
 
 
 def _insert_all(*, session: Session, new_runs: Sequence[_NewRun]) -> list[BatchItem]:
-    """The new runs, their stages and artifacts, in one multi-row statement per table."""
+    """The new runs, their stages, artifacts and outputs, in one multi-row statement per table."""
     if not new_runs:
         return []
     runs, stage_table, artifact_table = (Base.metadata.tables[name] for name in _TABLES)
@@ -243,6 +244,12 @@ def _insert_all(*, session: Session, new_runs: Sequence[_NewRun]) -> list[BatchI
         insert(artifact_table),
         [{**new.rows.artifacts, "run_id": run_id} for new, run_id in zip(new_runs, ids, strict=True)],
     )
+    outputs = {
+        run_id: new.rows.output
+        for new, run_id in zip(new_runs, ids, strict=True)
+        if new.rows.output is not None
+    }
+    insert_outputs(session, outputs)  # references checked to decode when the rows were built
     return [_stored(new, run_id) for new, run_id in zip(new_runs, ids, strict=True)]
 
 

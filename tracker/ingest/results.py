@@ -10,16 +10,18 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tracker.errors import Conflict, InvalidInput, PayloadTooLarge
+from tracker.ingest.files import EVIDENCE_EXCLUSION, store_files
 from tracker.ingest.resolving import ImportResolver
 from tracker.ingest.rows import run_rows
-from tracker.models import Job, Run, Runner, RunSource, RunStatus, utcnow
+from tracker.models import Job, JobReason, Run, Runner, RunSource, RunStatus, utcnow
 from tracker.observability.metrics import record_result
+from tracker.outputs.storing import insert_outputs
 from tracker.queue.jobs import finish_job, live_job
 from tracker.series.counts import count_run
 from tracker.series.latest import note_stored_runs
 from tracker.settings import Settings
 from tracker.vcs.commits import record_commit
-from wire import JobResultIn, MeasurementIn, ResultIn
+from wire import JobResultIn, MeasurementIn, OutputIn, ResultIn
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ def ingest_result(
     run.commit = resolved.commit
     outcome = _insert_once(session=session, run=run, key=key, digest=digest)
     if outcome.created:
+        _store_output(session=session, run=run, output=result.output)
         record_result(source=run.source.value, status=run.status.value)
     return replace(outcome, warnings=resolved.warnings)
 
@@ -127,13 +130,23 @@ def ingest_job_result(
     run.job_id = job.id
     run.attempt = result.attempt
     run.runner_id = runner.id
+    if job.reason is JobReason.EVIDENCE and run.excluded_reason is None:
+        run.excluded_reason = EVIDENCE_EXCLUSION  # profiled: never a point of its series
     outcome = _insert_once(session=session, run=run, key=key, digest=digest)
     if outcome.created:
+        store_files(session=session, run_id=run.id, files=result.files)
+        _store_output(session=session, run=run, output=result.output)
         record_result(source=run.source.value, status=run.status.value)
         finished_at = now or utcnow()
         finish_job(job=job, runner=runner, failure_reason=run.failure_reason, now=finished_at)
         session.flush()
     return replace(outcome, warnings=warnings, job=job)
+
+
+def _store_output(*, session: Session, run: Run, output: OutputIn | None) -> None:
+    """The run's saved output and its references (checked to decode when the rows were built)."""
+    if output is not None:
+        insert_outputs(session, {run.id: output})
 
 
 def check_limits(result: MeasurementIn, limits: IngestLimits) -> None:

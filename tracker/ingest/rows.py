@@ -1,4 +1,4 @@
-"""The rows a stored upload becomes: ``runs``, ``run_stages`` and ``run_artifacts``, built once.
+"""The rows a stored upload becomes: ``runs``, ``run_stages``, ``run_artifacts`` (and its output), built once.
 
 One builder serves both ways of writing them: a single upload turns the rows into ORM objects
 (:meth:`RunRows.as_run`), a batch inserts them with multi-row Core statements
@@ -14,8 +14,9 @@ from typing import Any
 from tracker.access.redaction import redact_environment, redact_text
 from tracker.ingest.conditions import condition_flag
 from tracker.models import Run, RunArtifacts, RunSource, RunStage, RunStatus
+from tracker.outputs.storing import frame_rows
 from tracker.statistics.steps import summarize_steps, value_of_record
-from wire import JobResultIn, MeasurementIn
+from wire import JobResultIn, MeasurementIn, OutputIn
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class RunRows:
     run: dict[str, Any]
     stages: list[dict[str, Any]]
     artifacts: dict[str, Any]
+    output: OutputIn | None = None  # its references checked to decode (tracker.outputs.storing)
 
     def as_run(self) -> Run:
         """The rows as a new ORM run with its stages and artifacts (ids come at flush)."""
@@ -88,7 +90,9 @@ def run_rows(result: MeasurementIn, *, key: str, digest: str, source: RunSource)
         "tree_sha": build.tree_sha if build else None,
         "output_digest": result.output_digest if isinstance(result, JobResultIn) else None,
     }
-    return RunRows(run=run, stages=stages, artifacts=artifacts)
+    if result.output is not None:
+        frame_rows(0, result.output)  # a reference that does not decode: InvalidInput naming it, now
+    return RunRows(run=run, stages=stages, artifacts=artifacts, output=result.output)
 
 
 _STEP_COLUMNS = dict.fromkeys(

@@ -40,6 +40,7 @@ from tracker.models.detection import (
     ComparisonResult,
     PendingEvaluation,
 )
+from tracker.models.evidence import EvidenceJob, RunFile
 from tracker.models.jobs import Job, JobAttempt
 from tracker.models.outputs import RunOutput, RunOutputFrame
 from tracker.models.runs import Run, RunArtifacts, RunStage, SeriesCount, SeriesLatest
@@ -71,6 +72,7 @@ __all__ = [
     "DashboardSession",
     "DeliveryState",
     "Direction",
+    "EvidenceJob",
     "GithubDelivery",
     "GithubOutbox",
     "HardwareKind",
@@ -87,6 +89,7 @@ __all__ = [
     "Repository",
     "Run",
     "RunArtifacts",
+    "RunFile",
     "RunMode",
     "RunOutput",
     "RunOutputFrame",

@@ -23,7 +23,9 @@ class ImageError(PerftrackError):
 def _open(png: bytes) -> Image.Image:
     try:
         image = Image.open(io.BytesIO(png), formats=["PNG"])
-    except (UnidentifiedImageError, OSError, ValueError) as error:
+    except UnidentifiedImageError as error:  # its message names the buffer object: no use to the reader
+        raise ImageError("not a readable PNG") from error
+    except (OSError, ValueError) as error:
         raise ImageError(f"not a readable PNG: {error}") from error
     if image.width < 1 or image.height < 1 or max(image.width, image.height) > MAX_REFERENCE_SIDE:
         raise ImageError(

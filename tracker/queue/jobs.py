@@ -53,6 +53,7 @@ PINNED_KINDS = (ComparisonKind.CONFIRMATION, ComparisonKind.BISECT)
 PRIORITY: dict[JobReason, int] = {
     JobReason.CONFIRM: 30,
     JobReason.BISECT: 20,
+    JobReason.EVIDENCE: 15,
     JobReason.PR: 10,
     JobReason.MANUAL: 5,
     JobReason.NIGHTLY: 0,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from tracker.catalog.suites import ResolvedSchedule
@@ -189,7 +189,13 @@ def _measured(*, session: Session, candidate: Candidate, case: Case, kind: Hardw
     """A run or a live job (any reason) already covers this commit on this series."""
     run = session.scalar(
         select(Run.id)
-        .where(Run.candidate_id == candidate.id, Run.case_id == case.id, Run.hardware_kind_id == kind.id)
+        .outerjoin(Job, Job.id == Run.job_id)
+        .where(
+            Run.candidate_id == candidate.id,
+            Run.case_id == case.id,
+            Run.hardware_kind_id == kind.id,
+            or_(Job.id.is_(None), Job.reason != JobReason.EVIDENCE),  # a profiled run measures nothing
+        )
         .limit(1)
     )
     if run is not None:
@@ -201,7 +207,7 @@ def _measured(*, session: Session, candidate: Candidate, case: Case, kind: Hardw
             Job.case_id == case.id,
             Job.hardware_kind_id == kind.id,
             Job.state.in_((JobState.QUEUED, JobState.LEASED, JobState.DONE)),
-            Job.reason != JobReason.NIGHTLY,
+            Job.reason.not_in((JobReason.NIGHTLY, JobReason.EVIDENCE)),
         )
         .limit(1)
     )

@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from tracker.errors import NotFound
-from tracker.models import Case, HardwareKind, Run
+from tracker.models import Case, HardwareKind, Run, RunOutput
 
 
 def get_run(*, session: Session, run_id: int) -> Run:
@@ -21,6 +21,13 @@ def get_run(*, session: Session, run_id: int) -> Run:
     return run
 
 
+def run_output(*, session: Session, run_id: int) -> RunOutput | None:
+    """The run's seeded output with its references in order; ``None`` when it saved none."""
+    return session.scalar(
+        select(RunOutput).where(RunOutput.run_id == run_id).options(selectinload(RunOutput.frames))
+    )
+
+
 def case_hardware_names(*, session: Session, case: Case) -> list[str]:
     """Hardware kinds a case has runs on or is set up for."""
     configured = [entry.hardware_kind.name for entry in case.hardware]
@@ -33,4 +40,4 @@ def case_hardware_names(*, session: Session, case: Case) -> list[str]:
     return configured + sorted(name for name in measured if name not in configured)
 
 
-__all__ = ["case_hardware_names", "get_run"]
+__all__ = ["case_hardware_names", "get_run", "run_output"]

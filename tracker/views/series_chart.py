@@ -12,6 +12,7 @@ from sqlalchemy import not_, select
 from sqlalchemy.orm import Session, selectinload
 
 from tracker.catalog.cases import get_hardware_kind
+from tracker.detection.output_alerts import alert_kind, output_alert_view
 from tracker.detection.triage import alert_state
 from tracker.models import Alert, Candidate, Case, Commit, Job, Metric, Run, RunStatus
 from tracker.series.state import ThresholdInfo, series_threshold
@@ -44,6 +45,8 @@ class ChartAlert:
     last_good: ChartCommit | None
     culprit: ChartCommit | None
     fixed_by: ChartCommit | None
+    kind: str = "speed"  # "output": the seeded output changed (an event, not a level of the chart)
+    output_summary: str = ""  # e.g. "output changed: PSNR 27.1 dB, SSIM 0.81 (tolerance 40 dB)"
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,8 @@ def chart_alerts(*, session: Session, case: Case, hardware_kind_id: int) -> list
             last_good=_commit(alert.last_good_commit) if alert.last_good_commit else None,
             culprit=_commit(alert.culprit_commit) if alert.culprit_commit else None,
             fixed_by=_commit(alert.fixed_by_commit) if alert.fixed_by_commit else None,
+            kind=alert_kind(alert),
+            output_summary=view.summary if (view := output_alert_view(alert)) is not None else "",
         )
         for alert in alerts
     ]
@@ -152,8 +157,9 @@ def _band(data: Series, threshold: ThresholdInfo, alerts: list[ChartAlert]) -> T
     """Median of the newest runs since the latest change (an alert's first bad or fixing commit)."""
     if data.metric is Metric.GRAPH_BREAKS:
         return None
-    changes = [alert.first_bad.committed_at for alert in alerts]
-    changes += [alert.fixed_by.committed_at for alert in alerts if alert.fixed_by]
+    timed = [alert for alert in alerts if alert.kind != "output"]  # a changed picture moves no level
+    changes = [alert.first_bad.committed_at for alert in timed]
+    changes += [alert.fixed_by.committed_at for alert in timed if alert.fixed_by]
     since = max(changes, default=None)
     values = [
         point.value

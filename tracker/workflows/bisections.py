@@ -27,6 +27,7 @@ from tracker.detection.bisection import cannot_list, start_bisection
 from tracker.enums import BisectionState
 from tracker.models import Alert, Repository, utcnow
 from tracker.vcs.history import GitHistory, HistoryUnavailable
+from tracker.workflows.evidence import queue_culprit_evidence
 from wire import CommitIn
 
 NO_HISTORY = "the tracker has no git history configured for bisection"
@@ -94,6 +95,7 @@ def begin(
         cannot_list(alert=alert, reason=listed, now=now)
     else:
         start_bisection(session=session, alert=alert, now=now, listed=listed)
+        queue_culprit_evidence(session=session, alert=alert)  # adjacent once listed: named at once
     session.flush()
     return alert
 

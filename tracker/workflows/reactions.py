@@ -3,7 +3,9 @@
 One place dispatches, so ingest and the job queue stay ignorant of comparisons and alerts:
 a flagged run is measured again;
 a comparison's arm advances its comparison; a run on a series (nightly, confirm, bisect, manual,
-import) feeds change detection, and a bisect job's result moves its bisection on.
+import) feeds change detection, and a bisect job's result moves its bisection on. A culprit named,
+or a PR result found a regression, queues the evidence runs (:mod:`tracker.workflows.evidence`);
+an evidence run is read for the diagnosis and feeds nothing else.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from tracker.comparisons.progress import comparison_job_ended, record_comparison
 from tracker.detection import bisection
 from tracker.detection.alerts import evaluate_series
 from tracker.detection.confirmation import settle_confirmation
+from tracker.detection.output_alerts import evaluate_outputs
+from tracker.diagnosis.evidence_loading import record_evidence_run
 from tracker.github import status as github_status
 from tracker.models import (
     Alert,
@@ -30,6 +34,7 @@ from tracker.models import (
     Run,
 )
 from tracker.series import pending
+from tracker.workflows.evidence import queue_culprit_evidence, queue_regression_evidence
 from tracker.workflows.reruns import requeue_if_flagged
 
 # Jobs whose runs are points of the nightly series (plain commits of the branch).
@@ -48,6 +53,9 @@ def after_job_run(
 
     ``defer``: only mark the series for the scheduler's next evaluation (``tracker.series.pending``).
     """
+    if job.reason is JobReason.EVIDENCE:  # profiled: read for the diagnosis, never re-run or a point
+        record_evidence_run(session=session, job=job, run=run, now=now)
+        return
     requeue_if_flagged(session=session, job=job, run=run, now=now)
     if job.comparison_id is not None:
         comparison = record_comparison_job(session=session, job=job, run=run, now=now)
@@ -57,6 +65,7 @@ def after_job_run(
         return
     if job.reason is JobReason.BISECT:
         bisection.record_job(session=session, job=job, run=run, now=now)
+        _culprit_named(session, job.alert_id)
     if _is_plain(session, job.candidate_id):
         _evaluate(session=session, case=job.case, hardware=job.hardware_kind, now=now, defer=defer)
 
@@ -69,6 +78,7 @@ def after_job_ended(*, session: Session, job: Job, now: dt.datetime) -> None:
         return
     if job.reason is JobReason.BISECT:
         bisection.record_job(session=session, job=job, run=None, now=now)
+        _culprit_named(session, job.alert_id)
 
 
 def _comparison_moved(*, session: Session, comparison: Comparison, now: dt.datetime) -> None:
@@ -78,10 +88,13 @@ def _comparison_moved(*, session: Session, comparison: Comparison, now: dt.datet
         confirmed = settle_confirmation(session=session, comparison=comparison, now=now)
         if confirmed is not None:
             bisection.start_bisection(session=session, alert=confirmed, now=now)
+            queue_culprit_evidence(session=session, alert=confirmed)
     elif comparison.kind is ComparisonKind.BISECT:
         bisection.record_paired_step(session=session, comparison=comparison, now=now)
+        _culprit_named(session, comparison.alert_id)
     else:
         github_status.comparison_changed(session=session, comparison=comparison)
+        queue_regression_evidence(session=session, comparison=comparison)
 
 
 def after_import(*, session: Session, run: Run, now: dt.datetime, defer: bool = False) -> None:
@@ -117,8 +130,19 @@ def evaluate_and_bisect(
 
     def bisect(alert: Alert) -> None:
         bisection.start_bisection(session=session, alert=alert, now=now)
+        queue_culprit_evidence(session=session, alert=alert)
 
-    return evaluate_series(session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect)
+    touched = evaluate_series(session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect)
+    # An output change needs no confirmation (a seeded run is deterministic): bisected at once.
+    touched += evaluate_outputs(session=session, case=case, hardware=hardware, now=now, on_created=bisect)
+    return touched
+
+
+def _culprit_named(session: Session, alert_id: int | None) -> None:
+    """Queue the evidence runs of the alert, if its bisection has just named the culprit."""
+    alert = session.get(Alert, alert_id) if alert_id is not None else None
+    if alert is not None:
+        queue_culprit_evidence(session=session, alert=alert)
 
 
 def _is_plain(session: Session, candidate_id: int) -> bool:

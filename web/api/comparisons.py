@@ -13,6 +13,7 @@ from tracker.comparisons.creation import (
     repository_of_cases,
     resolve_candidate,
 )
+from tracker.comparisons.output_checks import output_runs
 from tracker.comparisons.progress import cancel_comparison
 from tracker.comparisons.summary import comparison_view, list_comparisons
 from tracker.diagnosis.loading import comparison_diagnoses
@@ -83,17 +84,22 @@ def read_comparisons(
     found = list_comparisons(
         session=session, state=chosen, pr_number=pr_number, limit=min(limit, settings.max_page_size)
     )
-    return [ComparisonOut.of(comparison) for comparison in found]
+    outputs = output_runs(session=session, comparison_ids=[comparison.id for comparison in found])
+    return [ComparisonOut.of(comparison, outputs) for comparison in found]
 
 
 @comparisons.get(
     "/{comparison_id}", response_model=ComparisonDetailOut, responses=errors(404, 422, notes=_NOT_FOUND)
 )
 def read_comparison(comparison_id: ComparisonId, session: SessionDep) -> ComparisonDetailOut:
-    """One comparison: per case × hardware the verdict, change, interval, threshold, rounds and,
-    once there is a verdict, the diagnosis (why head differs from base)."""
+    """One comparison: per case × hardware the verdict, change, interval, threshold, rounds, head's
+    output against base's and, once there is a verdict, the diagnosis (why head differs from base)."""
     view = comparison_view(session=session, comparison_id=comparison_id)
-    return ComparisonDetailOut.of_view(view, comparison_diagnoses(session=session, view=view))
+    return ComparisonDetailOut.of_view(
+        view,
+        comparison_diagnoses(session=session, view=view),
+        output_runs(session=session, comparison_ids=[comparison_id]),
+    )
 
 
 @comparisons.post(
@@ -107,7 +113,10 @@ def cancel(
     """Cancel the comparison's queued and running jobs."""
     cancel_comparison(session=session, comparison_id=comparison_id, reason=f"cancelled by {token.name}")
     session.commit()
-    return ComparisonDetailOut.of_view(comparison_view(session=session, comparison_id=comparison_id))
+    view = comparison_view(session=session, comparison_id=comparison_id)
+    return ComparisonDetailOut.of_view(
+        view, outputs=output_runs(session=session, comparison_ids=[comparison_id])
+    )
 
 
 @calibrations.post(

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
+from tracker.detection.output_alerts import alert_kind, output_alert_view
 from tracker.scheduling.summary import NightlyRunView, nightly_summary
 from web.deps import SessionDep
 from web.schemas.diagnosis import FindingOut, findings_out
@@ -23,6 +24,10 @@ class NightlyAlertOut(BaseModel):
     hardware: str
     direction: str
     change_pct: float
+    kind: str = Field(default="speed", description="output (the seeded output changed) or speed")
+    output_summary: str = Field(
+        default="", description='output alerts: e.g. "output changed: PSNR 27.1 dB, …"'
+    )
     status: str
     created_at: dt.datetime
     diagnosis: list[FindingOut] = Field(
@@ -97,6 +102,8 @@ class NightlyRunOut(BaseModel):
                     hardware=alert.hardware_kind.name,
                     direction=alert.direction.value,
                     change_pct=alert.change_pct,
+                    kind=alert_kind(alert),
+                    output_summary=output.summary if (output := output_alert_view(alert)) else "",
                     status=alert.status.value,
                     created_at=alert.created_at,
                     diagnosis=findings_out(view.diagnoses.get(alert.id, [])),

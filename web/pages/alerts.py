@@ -10,10 +10,11 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tracker.detection.confirmation import confirmation_of
+from tracker.detection.output_alerts import output_alert_view
 from tracker.detection.triage import TRANSITIONS, alert_state, get_alert, list_alerts, triage_alert
 from tracker.diagnosis.loading import alert_diagnosis
 from tracker.errors import Conflict, InvalidInput, NotFound
-from tracker.models import Alert, AlertStatus, utcnow
+from tracker.models import Alert, AlertStatus, Metric, utcnow
 from tracker.views.series import series
 from web.deps import DashboardAdminDep, SessionDep, WebSessionDep, WriteSessionDep
 from web.errors import redact
@@ -105,6 +106,7 @@ def alerts_page(
             "states": STATE_ORDER,
             "cases": sorted({alert.case.slug for alert in everything}),
             "hardware_kinds": sorted({alert.hardware_kind.name for alert in everything}),
+            "outputs": {alert.id: view.summary for alert in shown if (view := output_alert_view(alert))},
         },
         status_code=422 if error else 200,
     )
@@ -117,7 +119,7 @@ def _chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
             session=session,
             case_slug=alert.case.slug,
             hardware=alert.hardware_kind.name,
-            metric=alert.metric,
+            metric=Metric.DENOISE_STEP_MS if alert.metric is Metric.OUTPUT else alert.metric,
             limit=2000,
         )
     except NotFound:
@@ -145,8 +147,9 @@ def _chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
             }
             for point in window
         ],
-        "before": alert.before_value,
-        "after": alert.after_value,
+        # An output alert's values are dB, not levels of the charted times: no level lines.
+        "before": None if alert.metric is Metric.OUTPUT else alert.before_value,
+        "after": None if alert.metric is Metric.OUTPUT else alert.after_value,
         "last_good": sha_of(alert.last_good_commit),
         "first_bad": bad,
         "culprit": sha_of(alert.culprit_commit),

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from tracker.comparisons.calibration import list_calibrations
+from tracker.comparisons.labels import result_label
+from tracker.comparisons.output_checks import output_runs
 from tracker.comparisons.summary import ComparisonView, comparison_view, list_comparisons
 from tracker.diagnosis.loading import comparison_diagnoses
 from tracker.models import Calibration, Comparison
@@ -58,7 +60,7 @@ def markdown_table(detail: ComparisonDetailOut) -> str:
         lines.append(
             f"| {result.case} | {result.hardware} | {format_ms(result.base_ms, '')} | "
             f"{format_ms(result.head_ms, '')} | {format_pct(result.change_pct)} | "
-            f"{ci_text(result.ci_low_pct, result.ci_high_pct)} | {VERDICT_LABELS[result.verdict]} | "
+            f"{ci_text(result.ci_low_pct, result.ci_high_pct)} | {result.label} | "
             f"{threshold} | {result.rounds_done} | {note} |"
         )
     return "\n".join(lines)
@@ -101,16 +103,21 @@ def comparisons_page(request: Request, session: SessionDep) -> Response:
             "title": "Comparisons",
             "rows": [(comparison, is_calibration(comparison)) for comparison in comparisons],
             "verdict_labels": VERDICT_LABELS,
+            "result_label": result_label,  # a changed output is never a plain improvement
         },
     )
 
 
 @router.get("/comparisons/{comparison_id}", response_class=HTMLResponse)
 def comparison_page(request: Request, comparison_id: ComparisonId, session: SessionDep) -> Response:
-    """One comparison: the PR table per hardware, why results changed, per-round charts, candidates,
-    Markdown to copy."""
+    """One comparison: the PR table per hardware, head's output against base's (both thumbnails), why
+    results changed, per-round charts, candidates, Markdown to copy."""
     view = comparison_view(session=session, comparison_id=comparison_id)
-    detail = ComparisonDetailOut.of_view(view, comparison_diagnoses(session=session, view=view))
+    detail = ComparisonDetailOut.of_view(
+        view,
+        comparison_diagnoses(session=session, view=view),
+        output_runs(session=session, comparison_ids=[comparison_id]),
+    )
     by_hardware: dict[str, list[ComparisonResultDetailOut]] = {}
     for result in detail.results:
         by_hardware.setdefault(result.hardware, []).append(result)

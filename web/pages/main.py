@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from web.deps import refuse_nul_characters
-from web.pages import account, alerts, comparisons, overview, runs, series
+from web.pages import account, alerts, comparisons, outputs, overview, runs, series
 from web.pages.commits import router as commits_router
 from web.pages.fleet import router as fleet_router
 from web.pages.nightly import router as nightly_router
@@ -15,6 +15,7 @@ pages_router = APIRouter(include_in_schema=False, dependencies=[Depends(refuse_n
 pages_router.include_router(overview.router)
 pages_router.include_router(series.router)
 pages_router.include_router(runs.router)
+pages_router.include_router(outputs.router)
 pages_router.include_router(commits_router)
 pages_router.include_router(fleet_router)
 pages_router.include_router(account.router)

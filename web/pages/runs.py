@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from tracker.ingest.conditions import (
     CONTENTION_SHARE_PCT,
@@ -19,7 +19,8 @@ from tracker.ingest.conditions import (
 )
 from tracker.models import RunStage
 from tracker.queue.jobs import get_job
-from tracker.views.runs import get_run
+from tracker.views.run_files import evidence_of_job, run_file, run_files
+from tracker.views.runs import get_run, run_output
 from web.deps import SessionDep
 from web.pages.templating import templates
 from web.schemas.params import RunId
@@ -236,6 +237,23 @@ def run_page(request: Request, run_id: RunId, session: SessionDep) -> HTMLRespon
             "cpu_conditions": cpu_conditions,
             "gpu_conditions": gpu_conditions,
             "log": log_lines(artifacts.raw_log),
+            "files": run_files(session=session, run_id=run.id),
+            "output": run_output(session=session, run_id=run.id),
+            "evidence": evidence_of_job(session=session, job_id=run.job_id),
             "title": f"Run {run.id}",
+        },
+    )
+
+
+@router.get("/runs/{run_id}/files/{name}")
+def run_file_download(run_id: RunId, name: str, session: SessionDep) -> Response:
+    """A file the run uploaded, as an attachment (a ``.json.gz`` trace opens in Perfetto)."""
+    found = run_file(session=session, run_id=run_id, name=name)
+    return Response(
+        content=found.content,
+        media_type=found.media_type,
+        headers={
+            "Content-Disposition": f'attachment; filename="{found.name}"',
+            "X-Content-Type-Options": "nosniff",
         },
     )

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from tracker.comparisons.summary import ComparisonView
 from tracker.detection.bisection import bisection_view
+from tracker.detection.output_alerts import alert_kind, output_alert_view
 from tracker.detection.triage import alert_state
 from tracker.diagnosis.facts import Finding
 from tracker.models import Alert
@@ -84,6 +85,23 @@ class PairedConfirmationOut(BaseModel):
         )
 
 
+class AlertOutputOut(BaseModel):
+    """An output alert's check: the first bad commit's seeded output against the last good one's."""
+
+    psnr_db: float | None = Field(description="lowest PSNR over the frames, dB")
+    ssim: float | None = Field(description="lowest SSIM over the frames")
+    tolerance_db: float | None = Field(description="the case's PSNR tolerance: at or above, the same picture")
+    summary: str = Field(description='e.g. "output changed: PSNR 27.1 dB, SSIM 0.81 (tolerance 40 dB)"')
+
+    @classmethod
+    def of(cls, alert: Alert) -> AlertOutputOut | None:
+        """From an output alert; ``None`` for a speed alert."""
+        view = output_alert_view(alert)
+        if view is None:
+            return None
+        return cls(psnr_db=view.psnr_db, ssim=view.ssim, tolerance_db=view.tolerance_db, summary=view.summary)
+
+
 class AlertOut(BaseModel):
     """A change on a series, where it happened and how it stands."""
 
@@ -92,6 +110,12 @@ class AlertOut(BaseModel):
     case: str
     hardware: str
     metric: str
+    kind: str = Field(
+        default="speed",
+        description="output (the seeded output changed; before/after are then the tolerance and "
+        "the PSNR, dB) or speed",
+    )
+    output: AlertOutputOut | None = Field(default=None, description="output alerts: the output check")
     direction: str = Field(description="regression or improvement")
     state: str = Field(description="status, or 'confirming' while re-runs decide")
     status: str
@@ -130,6 +154,8 @@ class AlertOut(BaseModel):
             case=alert.case.slug,
             hardware=alert.hardware_kind.name,
             metric=alert.metric.value,
+            kind=alert_kind(alert),
+            output=AlertOutputOut.of(alert),
             direction=alert.direction.value,
             state=alert_state(alert),
             status=alert.status.value,

@@ -9,10 +9,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tracker.comparisons.creation import MAX_ROUNDS
+from tracker.comparisons.labels import ResultOutcome, comparison_label, result_label
+from tracker.comparisons.output_checks import OutputRuns, ResultKey, result_key
 from tracker.comparisons.summary import ArmView, ComparisonView, ResultView, RoundView
 from tracker.diagnosis.facts import Finding
 from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
 from web.schemas.diagnosis import FindingOut, findings_out
+from web.schemas.output_checks import OutputCheckOut
 from web.schemas.params import MAX_INT32, InModel
 from wire import PatchRefs, Sha
 
@@ -138,6 +141,11 @@ class ComparisonResultOut(BaseModel):
     case: str
     hardware: str
     verdict: str
+    label: str = Field(
+        description="the verdict in words with the output check: an output changed beyond the tolerance "
+        'is never a plain improvement ("faster, but the output changed")'
+    )
+    output: OutputCheckOut
     base_ms: float | None
     head_ms: float | None
     change_pct: float | None
@@ -153,9 +161,9 @@ class ComparisonResultOut(BaseModel):
     updated_at: dt.datetime | None
 
     @classmethod
-    def of(cls, result: ComparisonResult) -> ComparisonResultOut:
-        """From the ORM object."""
-        return cls(**_result_fields(result))
+    def of(cls, result: ComparisonResult, runs: OutputRuns | None = None) -> ComparisonResultOut:
+        """From the ORM object (and the runs whose outputs it compared)."""
+        return cls(**_result_fields(result, runs or OutputRuns()))
 
 
 class ComparisonResultDetailOut(ComparisonResultOut):
@@ -170,10 +178,12 @@ class ComparisonResultDetailOut(ComparisonResultOut):
     )
 
     @classmethod
-    def of_view(cls, view: ResultView, diagnosis: Sequence[Finding] = ()) -> ComparisonResultDetailOut:
-        """From the read model (and the result's diagnosis, if computed)."""
+    def of_view(
+        cls, view: ResultView, diagnosis: Sequence[Finding] = (), runs: OutputRuns | None = None
+    ) -> ComparisonResultDetailOut:
+        """From the read model (and the result's diagnosis and output runs, if read)."""
         return cls(
-            **_result_fields(view.result),
+            **_result_fields(view.result, runs or OutputRuns()),
             rounds=[RoundOut.of(item) for item in view.rounds],
             diagnosis=findings_out(diagnosis),
         )
@@ -199,14 +209,25 @@ class ComparisonOut(BaseModel):
     requested_by: str
     created_at: dt.datetime
     finished_at: dt.datetime | None
+    label: str = Field(
+        description="the state until done, then the results together: regression, improvement, no change, "
+        'inconclusive, or with an output changed beyond tolerance "faster, but the output changed", '
+        '"slower, and the output changed", "output changed"'
+    )
     results: list[ComparisonResultOut]
 
     @classmethod
-    def of(cls, comparison: Comparison) -> ComparisonOut:
-        """From the ORM object (results without their rounds)."""
+    def of(
+        cls, comparison: Comparison, outputs: Mapping[ResultKey, OutputRuns] | None = None
+    ) -> ComparisonOut:
+        """From the ORM object (results without their rounds); ``outputs``: the runs whose outputs
+        each result compared (:func:`tracker.comparisons.output_checks.output_runs`)."""
+        found = outputs or {}
         return cls(
             **_comparison_fields(comparison),
-            results=[ComparisonResultOut.of(result) for result in comparison.results],
+            results=[
+                ComparisonResultOut.of(result, found.get(result_key(result))) for result in comparison.results
+            ],
         )
 
 
@@ -217,15 +238,21 @@ class ComparisonDetailOut(ComparisonOut):
 
     @classmethod
     def of_view(
-        cls, view: ComparisonView, diagnoses: Mapping[tuple[int, int], Sequence[Finding]] | None = None
+        cls,
+        view: ComparisonView,
+        diagnoses: Mapping[tuple[int, int], Sequence[Finding]] | None = None,
+        outputs: Mapping[ResultKey, OutputRuns] | None = None,
     ) -> ComparisonDetailOut:
-        """From the read model; ``diagnoses`` by (case id, hardware kind id), where computed."""
+        """From the read model; ``diagnoses`` by (case id, hardware kind id) and ``outputs`` (as
+        :meth:`ComparisonOut.of`), where read."""
         found = diagnoses or {}
         return cls(
             **_comparison_fields(view.comparison),
             results=[
                 ComparisonResultDetailOut.of_view(
-                    result, found.get((result.result.case_id, result.result.hardware_kind_id), ())
+                    result,
+                    found.get((result.result.case_id, result.result.hardware_kind_id), ()),
+                    (outputs or {}).get(result_key(result.result)),
                 )
                 for result in view.results
             ],
@@ -268,11 +295,13 @@ class CalibrationOut(BaseModel):
         )
 
 
-def _result_fields(result: ComparisonResult) -> dict[str, Any]:
+def _result_fields(result: ComparisonResult, runs: OutputRuns) -> dict[str, Any]:
     return {
         "case": result.case.slug,
         "hardware": result.hardware_kind.name,
         "verdict": result.verdict.value,
+        "label": result_label(result.verdict, result.output_status),
+        "output": OutputCheckOut.of(result, runs),
         "base_ms": result.base_value,
         "head_ms": result.head_value,
         "change_pct": result.change_pct,
@@ -308,4 +337,8 @@ def _comparison_fields(comparison: Comparison) -> dict[str, Any]:
         "requested_by": comparison.requested_by,
         "created_at": comparison.created_at,
         "finished_at": comparison.finished_at,
+        "label": comparison_label(
+            comparison.state,
+            [ResultOutcome(result.verdict, result.output_status) for result in comparison.results],
+        ),
     }

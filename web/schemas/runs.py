@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import AliasPath, BaseModel, ConfigDict, Field, field_validator
 
 from tracker.ingest.conditions import RunConditions, conditions_from_environment
-from tracker.models import Run
+from tracker.models import Run, RunOutput
 from web.schemas.commits import CommitOut
 
 
@@ -78,6 +78,50 @@ class ConditionsOut(BaseModel):
     errors: list[str]
 
 
+class OutputReferenceOut(BaseModel):
+    """One reference PNG of a run's output (the thumbnail), served at ``url``."""
+
+    position: int
+    frame_index: int = Field(description="the output's frame it shows (0 for an image)")
+    width: int
+    height: int
+    url: str
+
+
+class OutputOut(BaseModel):
+    """The seeded output a run saved: the digest of its decoded pixels, its shape, its references."""
+
+    digest: str
+    media: str
+    width: int
+    height: int
+    frame_count: int
+    file_name: str
+    references: list[OutputReferenceOut]
+
+    @classmethod
+    def of(cls, output: RunOutput) -> OutputOut:
+        """From the stored row and its frames."""
+        return cls(
+            digest=output.digest,
+            media=output.media,
+            width=output.width,
+            height=output.height,
+            frame_count=output.frame_count,
+            file_name=output.file_name,
+            references=[
+                OutputReferenceOut(
+                    position=frame.position,
+                    frame_index=frame.frame_index,
+                    width=frame.width,
+                    height=frame.height,
+                    url=f"/api/v1/runs/{output.run_id}/output/{frame.position}.png",
+                )
+                for frame in output.frames
+            ],
+        )
+
+
 class RunOut(BaseModel):
     """One run with its per-step times and stages (the log is at ``log_url``).
 
@@ -129,13 +173,15 @@ class RunOut(BaseModel):
     measurement_flag: str | None = None
     rerun_job_id: int | None = None
     conditions: ConditionsOut | None = None
+    output: OutputOut | None = Field(default=None, description="what the run saved with --save-output")
 
     @classmethod
-    def of(cls, run: Run) -> RunOut:
+    def of(cls, run: Run, output: RunOutput | None = None) -> RunOut:
         """From the ORM object, with stages and artifacts loaded; the values the API derives (the
         compile counters in one mapping, the log's URL, the recorded conditions) come from
         :class:`_RunAsShown`."""
-        return cls.model_validate(_RunAsShown(run))
+        shown = cls.model_validate(_RunAsShown(run))
+        return shown.model_copy(update={"output": OutputOut.of(output) if output is not None else None})
 
 
 class _RunAsShown:

@@ -102,6 +102,10 @@ class ChartAlertOut(BaseModel):
     last_good: ChartCommitOut | None
     culprit: ChartCommitOut | None
     fixed_by: ChartCommitOut | None
+    kind: str = Field(
+        default="speed", description="output (an output change: an event, values in dB) or speed"
+    )
+    output_summary: str = Field(default="", description="output alerts: what the output check found")
 
 
 class ChartBandOut(BaseModel):

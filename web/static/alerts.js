@@ -51,6 +51,7 @@
     line: { color, width: 1.5, dash: "dot" },
   }));
   for (const [level, color] of [[chart.before, "#067647"], [chart.after, "#b42318"]]) {
+    if (level === null || level === undefined) continue; // an output alert: no levels of time
     shapes.push({
       type: "line", xref: "paper", x0: 0, x1: 1, y0: level, y1: level,
       line: { color, width: 1, dash: "dash" },

@@ -139,7 +139,8 @@
     var annotations = [];
     var alertPoints = { x: [], y: [], customdata: [] };
     data.alerts.forEach(function (alert, index) {
-      var color = alert.direction === "regression" ? "#d92d20" : "#079455";
+      var output = alert.kind === "output"; // an event on the chart: its values are dB, not times
+      var color = output ? "#7a5af8" : alert.direction === "regression" ? "#d92d20" : "#079455";
       var x = plotlyDate(alert.first_bad.committed_at);
       shapes.push({
         type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1,
@@ -147,18 +148,21 @@
       });
       annotations.push({
         x: x, xref: "x", y: 1, yref: "paper", yanchor: "bottom", showarrow: false,
-        text: escapeText((alert.change_pct > 0 ? "+" : "") + alert.change_pct.toFixed(1) + " % at " + alert.first_bad.sha.slice(0, 7)),
+        text: escapeText(output ? "output changed at " + alert.first_bad.sha.slice(0, 7) : (alert.change_pct > 0 ? "+" : "") + alert.change_pct.toFixed(1) + " % at " + alert.first_bad.sha.slice(0, 7)),
+        hovertext: output ? escapeText(alert.output_summary) : undefined,
         font: { color: color, size: 11 }, xanchor: index % 2 ? "right" : "left",
       });
-      alertPoints.x.push(x);
-      alertPoints.y.push(alert.after_value);
-      alertPoints.customdata.push([
-        escapeText(alert.first_bad.sha.slice(0, 7)),
-        escapeText(alert.first_bad.title),
-        alert.culprit ? escapeText("culprit " + alert.culprit.sha.slice(0, 7) + " " + alert.culprit.title) : "culprit not known",
-        escapeText(alert.state),
-        alert.id,
-      ]);
+      if (!output) {
+        alertPoints.x.push(x);
+        alertPoints.y.push(alert.after_value);
+        alertPoints.customdata.push([
+          escapeText(alert.first_bad.sha.slice(0, 7)),
+          escapeText(alert.first_bad.title),
+          alert.culprit ? escapeText("culprit " + alert.culprit.sha.slice(0, 7) + " " + alert.culprit.title) : "culprit not known",
+          escapeText(alert.state),
+          alert.id,
+        ]);
+      }
       if (alert.culprit && alert.culprit.sha !== alert.first_bad.sha) {
         var cx = plotlyDate(alert.culprit.committed_at);
         shapes.push({

@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--dit-layerwise-offload", type=_boolean, default=False, metavar="{true,false}")
     generate.add_argument("--dit-cpu-offload", type=_boolean, default=False, metavar="{true,false}")
     generate.add_argument("--perf-dump-path", default=None, help="write per-stage and per-step times as JSON")
+    generate.add_argument("--save-output", action="store_true", help="write the generated image as a PNG")
+    generate.add_argument("--output-path", default="outputs", help="directory --save-output writes into")
+    generate.add_argument("--output-file-name", default=None, help="file name (default: from the prompt)")
     generate.add_argument("--profile", action="store_true", help="torch.profiler trace of denoising steps")
     generate.add_argument(
         "--num-profiled-timesteps", type=int, default=5, help="steps profiled after one warmup step (-1: all)"
@@ -86,8 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Imported here so that `--help` and flag errors answer before torch is imported.
     from .generate import generate
     from .profiler import configure
+    from .save import OutputOptions
 
     if args.profile:
         configure(args.num_profiled_timesteps)
 
-    return generate(request, server_args)
+    output = OutputOptions(args.save_output, args.output_path, args.output_file_name)
+    return generate(request, server_args, output)

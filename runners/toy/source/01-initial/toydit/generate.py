@@ -16,6 +16,7 @@ from .offload import enable_offload
 from .perf_dump import write_perf_dump
 from .pipeline import Pipeline, RequestOutput
 from .request import Request, ServerArgs
+from .save import OutputOptions, save_output
 
 # Intra-op threads. One by default: the toy shares a small machine with the tracker and the
 # runner, and a single thread keeps step times steady when another process wakes up.
@@ -63,7 +64,7 @@ def peak_rss_mb() -> float | None:
     return round(peak / (1024.0 * 1024.0 if sys.platform == "darwin" else 1024.0), 1)
 
 
-def generate(request: Request, server_args: ServerArgs) -> int:
+def generate(request: Request, server_args: ServerArgs, output_options: OutputOptions | None = None) -> int:
     """Generate one image; returns the exit code."""
     logger = get_logger()
     torch.set_num_threads(NUM_THREADS)
@@ -104,6 +105,7 @@ def generate(request: Request, server_args: ServerArgs) -> int:
         traceback.print_exc()
         logger.error("Failed to generate output for prompt 1: %s", error)
         return 1
+    save_output(output.pixels, request, output_options or OutputOptions())
     report(output, server_args, request, counters, counters.since(before), time.perf_counter() - client_start)
     return 0
 

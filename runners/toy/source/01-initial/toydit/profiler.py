@@ -35,7 +35,9 @@ class DenoisingProfiler:
             record_shapes=True,
             schedule=torch.profiler.schedule(wait=0, warmup=1, active=active, repeat=1),
         )
-        get_logger().info("Profiling request: %s for %d steps (rank=0, pid=%d)...", request_id, active, os.getpid())
+        get_logger().info(
+            "Profiling request: %s for %d steps (rank=0, pid=%d)...", request_id, active, os.getpid()
+        )
         self.profiler.start()
 
     def step(self) -> None:

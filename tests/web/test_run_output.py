@@ -1,0 +1,92 @@
+"""A run's saved output: stored from an upload, shown on the run page and in the run's JSON, its
+reference PNGs served; a reference that does not decode is a 422 naming it, never a 500."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+from fastapi.testclient import TestClient
+from PIL import Image
+
+from tests.factories import result_body
+
+DIGEST = "sha256:" + "5e" * 32
+
+
+def _png(width: int, height: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (180, 60, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _output(png: bytes) -> dict[str, object]:
+    return {
+        "digest": DIGEST,
+        "width": 256,
+        "height": 256,
+        "file_name": "A_red_fox_20261202-101500_1a2b3c4d.png",
+        "frames": [{"png_base64": base64.b64encode(png).decode("ascii")}],
+    }
+
+
+def _post(client: TestClient, token: str, body: dict[str, object]) -> int:
+    response = client.post("/api/v1/results", json=body, headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 201, response.text
+    run_id: int = response.json()["run_id"]
+    return run_id
+
+
+def test_the_run_page_shows_the_output_and_its_thumbnail(client: TestClient, runner_token: str) -> None:
+    png = _png(256, 256)
+    run_id = _post(client, runner_token, result_body(output=_output(png)))
+    page = client.get(f"/runs/{run_id}")
+    assert page.status_code == 200
+    assert f"output: <code>{DIGEST}</code> (image 256×256)" in page.text
+    assert f'<img src="/runs/{run_id}/output/0.png" width="256" height="256"' in page.text
+    for url in (f"/runs/{run_id}/output/0.png", f"/api/v1/runs/{run_id}/output/0.png"):
+        served = client.get(url)
+        assert served.status_code == 200, url
+        assert served.headers["content-type"] == "image/png"
+        assert served.content == png  # the lossless reference, byte for byte
+        assert client.get(url.replace("/0.png", "/1.png")).status_code == 404
+    run = client.get(f"/api/v1/runs/{run_id}").json()
+    assert run["output"] == {
+        "digest": DIGEST,
+        "media": "image",
+        "width": 256,
+        "height": 256,
+        "frame_count": 1,
+        "file_name": "A_red_fox_20261202-101500_1a2b3c4d.png",
+        "references": [
+            {
+                "position": 0,
+                "frame_index": 0,
+                "width": 256,
+                "height": 256,
+                "url": f"/api/v1/runs/{run_id}/output/0.png",
+            }
+        ],
+    }
+
+
+def test_a_run_without_output_shows_none(client: TestClient, runner_token: str) -> None:
+    run_id = _post(client, runner_token, result_body())
+    assert 'id="output"' not in client.get(f"/runs/{run_id}").text
+    assert client.get(f"/api/v1/runs/{run_id}").json()["output"] is None
+    assert client.get(f"/api/v1/runs/{run_id}/output/0.png").status_code == 404
+    assert client.get(f"/api/v1/runs/{run_id + 1000}/output/0.png").status_code == 404
+
+
+def test_a_reference_that_does_not_decode_is_refused_naming_it(client: TestClient, runner_token: str) -> None:
+    broken = b"\x89PNG\r\n\x1a\n" + b"not really a png"
+    too_big = _png(300, 20)
+    for png, words in ((broken, "not a readable PNG"), (too_big, "at most 256 pixels")):
+        response = client.post(
+            "/api/v1/results",
+            json=result_body(output=_output(png)),
+            headers={"Authorization": f"Bearer {runner_token}"},
+        )
+        assert response.status_code == 422, response.text
+        assert "output.frames.0.png_base64" in response.text
+        assert words in response.text
