@@ -153,7 +153,9 @@ def _round_counts(comparison: dict[str, Any]) -> tuple[int, int]:
 
 def comparison_table(comparison: dict[str, Any]) -> Table:
     """The verdict per case × hardware as a rich table."""
-    table = Table(title=f"comparison {comparison['id']} · {comparison['state']}", title_justify="left")
+    label = comparison.get("label")
+    title = f"comparison {comparison['id']} · {comparison['state']}" + (f" · {label}" if label else "")
+    table = Table(title=escape(title), title_justify="left")
     for column in (
         "case",
         "hardware",
@@ -164,13 +166,18 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
         "verdict",
         "threshold",
         "rounds",
+        "output",
     ):
-        table.add_column(column, justify="right" if column not in ("case", "hardware", "verdict") else "left")
+        table.add_column(
+            column, justify="right" if column not in ("case", "hardware", "verdict", "output") else "left"
+        )
     table.add_column("note", overflow="fold")
     for result in comparison["results"]:
         low, high = result["ci_low_pct"], result["ci_high_pct"]
         threshold = result["threshold_pct"]
         verdict = result["verdict"]
+        shown = result.get("label") or verdict
+        output = (result.get("output") or {}).get("summary") or "—"
         table.add_row(
             result["case"],
             result["hardware"],
@@ -178,10 +185,11 @@ def comparison_table(comparison: dict[str, Any]) -> Table:
             _number(result["head_ms"], "{:.2f}"),
             _number(result["change_pct"], "{:+.2f} %"),
             escape(f"[{low:+.2f}, {high:+.2f}]") if low is not None and high is not None else "—",
-            f"[{_VERDICT_STYLE.get(verdict, '')}]{verdict}[/]",
+            f"[{_VERDICT_STYLE.get(verdict, '')}]{escape(shown)}[/]",
             f"{threshold:g} % ({result['threshold_source']})" if threshold is not None else "—",
             f"{result['rounds_done']}"
             + (f" ({result['rounds_failed']} failed)" if result["rounds_failed"] else ""),
+            escape(output),
             escape(result["note"]),
         )
     return table

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -125,6 +126,22 @@ def print_calibrations(session: Session, console: Console) -> None:
         )
 
 
+def print_diagnoses(alerts: list[dict[str, Any]], console: Console) -> None:
+    """Why each alert changed, as ``GET /api/v1/alerts`` says it: its first findings."""
+    console.print("[bold]why: each alert's diagnosis[/] (most telling first)")
+    for alert in sorted(alerts, key=lambda item: int(item["id"])):
+        findings = alert.get("diagnosis") or []
+        what = "output" if alert.get("kind") == "output" else alert["direction"]
+        named = alert.get("culprit_commit") or alert["first_bad_commit"]
+        console.print(
+            f"  alert {alert['id']} · {escape(alert['case'])} · {what} at {named['sha'][:7]}", highlight=False
+        )
+        for finding in findings[:3]:
+            console.print(f"    {finding['kind']}: {escape(finding['summary'])}", highlight=False)
+        if not findings:
+            console.print("    (nothing else differs beyond noise)")
+
+
 def print_comparison(comparison: dict[str, Any], console: Console) -> None:
     """The PR comparison as the API returns it."""
     console.print(comparison_table(comparison))
@@ -137,15 +154,20 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         table.add_column(column)
     for item in card.planted:
         incident = f" (incident {item.commit.incident})" if item.commit.incident else ""
+        changed = ", output changed" if item.commit.changes_output else ""
+        wanted = "faster, output changed" if item.commit.changes_output else item.direction
         table.add_row(
             item.case,
-            f"{item.commit.kind.value}{incident}",
+            f"{item.commit.kind.value}{incident}{changed}",
             f"{item.commit.sha[:7]} {item.commit.title}"[:64],
-            item.direction if item.expected else f"{item.direction} (small here: optional)",
+            wanted if item.expected else f"{wanted} (small here: optional)",
             f"found · {item.how}" if item.found else ("MISSED" if item.expected else "not raised"),
             style="green" if item.found else ("red" if item.expected else "dim"),
         )
     console.print(table)
+    for change in card.verdicts:
+        mark = "[green]right[/]" if change.found else f"[red]WRONG[/], expected {change.expected!r}"
+        console.print(f"{escape(change.command)}: {escape(change.label)!r} · {mark}", highlight=False)
     for alert in card.false_alerts:
         console.print(
             f"[red]false alert {alert.alert_id}[/] {alert.case} {alert.direction} at "
@@ -161,7 +183,9 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         else ""
     )
     verdict = "[green]exactly the planted changes[/]" if card.perfect else "[red]not what was planted[/]"
+    right = sum(change.found for change in card.verdicts)
+    verdicts = f", {right}/{len(card.verdicts)} change verdicts right" if card.verdicts else ""
     console.print(
-        f"scorecard: {found}/{len(expected)} planted changes found{extra}, "
+        f"scorecard: {found}/{len(expected)} planted changes found{extra}{verdicts}, "
         f"{len(card.false_alerts)} alert(s) on neutral or unaffected commits: {verdict}"
     )

@@ -13,10 +13,13 @@ starts the tracker on SQLite and a CPU runner, and then does what the service do
 3. a pull-request comparison of both toy cases: the newest main commit that holds both
    regressions, against the same commit with the open fix branches (#101, #102) stacked on it,
    in interleaved rounds until the verdict is clear;
+4. ``/perf #103``, the open change that merges image tokens: faster, but its picture changes
+   beyond the 40 dB tolerance, so its verdict is "faster, but the output changed";
 
-then prints every series, the alerts with their culprits, the calibration, the comparison's
-verdict with its confidence interval and a scorecard (each planted change found or missed, and
-the alerts on neutral commits, read from the alerts API), and keeps serving the dashboard.
+then prints every series, the alerts with their culprits and diagnoses (why each changed), the
+calibration, the comparisons' verdicts with their confidence intervals and output checks, and a
+scorecard (each planted change found or missed, output changes included, and the alerts on
+neutral commits, read from the alerts API), and keeps serving the dashboard.
 """
 
 from __future__ import annotations
@@ -40,13 +43,14 @@ from perftrack.demo.report import (
     print_alerts,
     print_calibrations,
     print_comparison,
+    print_diagnoses,
     print_scorecard,
     print_series,
 )
 from perftrack.demo.runner import HARDWARE, RUNNER_NAME, DemoRunner
 from perftrack.demo.scorecard import score
 from runners.gitmeta import commit_info
-from runners.toy import SUITE_TEMPLATE, ToyRepository, create_toy_repository
+from runners.toy import SUITE_TEMPLATE, ToyPullRequest, ToyRepository, create_toy_repository
 from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import list_current_cases
@@ -110,8 +114,8 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
             token = _seed(session, toy)
         console.print(f"tracker on [bold]{url}[/] · runner {RUNNER_NAME}")
         runner = DemoRunner(url, token, paths.runner, sessions, console)
-        comparison_id = _run_jobs(runner, sessions, toy)
-        _report(url, sessions, toy, comparison_id, console)
+        comparison_ids = _run_jobs(runner, sessions, toy)
+        _report(url, sessions, toy, comparison_ids, console)
         console.print(f"demo finished in {time.monotonic() - started:.0f} s")
         engine.dispose()
         if exit_after:
@@ -163,8 +167,9 @@ def _seed(session: Session, toy: ToyRepository) -> str:
     return token
 
 
-def _run_jobs(runner: DemoRunner, sessions: sessionmaker[Session], toy: ToyRepository) -> int:
-    """Run the calibration, then night after night, then the PR comparison; returns the comparison's id.
+def _run_jobs(runner: DemoRunner, sessions: sessionmaker[Session], toy: ToyRepository) -> list[int]:
+    """Run the calibration, then night after night, then the PR comparisons (the fixes stacked, then
+    each open change of its own); returns the comparisons' ids, the fixes' first.
 
     The runner is closed afterwards, whatever happens.
     """
@@ -177,14 +182,18 @@ def _run_jobs(runner: DemoRunner, sessions: sessionmaker[Session], toy: ToyRepos
             runner.drain(f"night {number}/{len(nights)}: {night.sha[:7]} {night.title[:40]}")
         with db.session_scope(sessions) as session:
             comparison_id = _compare(session, toy)
-        runner.drain("pull-request comparison")
+        runner.drain("pull-request comparison of the fixes")
+        with db.session_scope(sessions) as session:
+            change_ids = [_compare_change(session, toy, pr) for pr in _changes(toy)]
+        if change_ids:
+            runner.drain("pull-request comparison of " + ", ".join(f"#{pr.number}" for pr in _changes(toy)))
     finally:
         runner.close()
-    return comparison_id
+    return [comparison_id, *change_ids]
 
 
 def _report(
-    url: str, sessions: sessionmaker[Session], toy: ToyRepository, comparison_id: int, console: Console
+    url: str, sessions: sessionmaker[Session], toy: ToyRepository, comparison_ids: list[int], console: Console
 ) -> None:
     """Print the series, calibrations, alerts, the comparison's verdict and the scorecard."""
     with sessions() as session:
@@ -192,11 +201,16 @@ def _report(
         print_calibrations(session, console)
         print_alerts(session, toy, console)
         case_flags = {case.slug: _flags_on(case) for case in _toy_cases(session)}
-    comparison = httpx.get(f"{url}/api/v1/comparisons/{comparison_id}", timeout=30).json()
-    print_comparison(comparison, console)
+    comparisons = [
+        httpx.get(f"{url}/api/v1/comparisons/{comparison_id}", timeout=30).json()
+        for comparison_id in comparison_ids
+    ]
+    for comparison in comparisons:
+        print_comparison(comparison, console)
     # Scored from what a user reads: the alerts API (suspects refuted by paired rounds are not alerts).
     alerts = httpx.get(f"{url}/api/v1/alerts", params={"limit": 200}, timeout=30).json()
-    print_scorecard(score(toy.commits, case_flags, alerts), console)
+    print_diagnoses(alerts, console)
+    print_scorecard(score(toy.commits, case_flags, alerts, comparisons[1:]), console)
 
 
 def _serve_until_interrupted(url: str, console: Console) -> None:
@@ -285,21 +299,51 @@ def _enqueue_night(session: Session, sha: str) -> None:
         enqueue_job(session=session, candidate=candidate, case=case, hardware=kind, reason=JobReason.NIGHTLY)
 
 
+def _fixes(toy: ToyRepository) -> list[ToyPullRequest]:
+    """The open pull requests that fix a regression on main (#101, #102)."""
+    return [pr for pr in toy.pull_requests if pr.fixes_sha is not None]
+
+
+def _changes(toy: ToyRepository) -> list[ToyPullRequest]:
+    """The open pull requests that are changes of their own (#103: faster, and the picture changes)."""
+    return [pr for pr in toy.pull_requests if pr.fixes_sha is None]
+
+
 def _compare(session: Session, toy: ToyRepository) -> int:
-    """The PR comparison: a base with every open fix missing, against it with the fixes stacked."""
+    """The fixes' PR comparison: a base with every open fix missing, against it with the fixes stacked."""
     base = session.scalar(select(Commit).where(Commit.sha == pr_base_sha(toy)))
     assert base is not None
+    fixes = _fixes(toy)
     comparison = create_comparison(
         session=session,
         base=ensure_candidate(session=session, base=base, patches=[]),
-        head=ensure_candidate(session=session, base=base, patches=[pr.ref for pr in toy.pull_requests]),
+        head=ensure_candidate(session=session, base=base, patches=[pr.ref for pr in fixes]),
         cases=[case.slug for case in _toy_cases(session)],
         hardware=[HARDWARE],
         rounds=2,
         max_rounds=8,
         requests_per_round=1,
         requested_by="demo",
-        command="/perf " + " ".join(f"#{pr.number}" for pr in toy.pull_requests),
+        command="/perf " + " ".join(f"#{pr.number}" for pr in fixes),
+    )
+    return comparison.id
+
+
+def _compare_change(session: Session, toy: ToyRepository, pr: ToyPullRequest) -> int:
+    """``/perf #N`` for a change of its own: the commit it branches off, against it with the change."""
+    base = session.scalar(select(Commit).where(Commit.sha == pr.base_sha))
+    assert base is not None
+    comparison = create_comparison(
+        session=session,
+        base=ensure_candidate(session=session, base=base, patches=[]),
+        head=ensure_candidate(session=session, base=base, patches=[pr.ref]),
+        cases=[case.slug for case in _toy_cases(session)],
+        hardware=[HARDWARE],
+        rounds=2,
+        max_rounds=6,
+        requests_per_round=1,
+        requested_by="demo",
+        command=f"/perf #{pr.number}",
     )
     return comparison.id
 
@@ -312,7 +356,7 @@ def _flags_on(case: Case) -> list[str]:
 def pr_base_sha(toy: ToyRepository) -> str:
     """The newest main commit on which every open fix is still missing: where stacking them matters."""
     shas = [commit.sha for commit in toy.commits]
-    landed = min(shas.index(pr.landed_sha) for pr in toy.pull_requests)
+    landed = min(shas.index(pr.landed_sha) for pr in _fixes(toy))
     return shas[landed - 1]
 
 
