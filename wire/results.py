@@ -19,6 +19,9 @@ from wire.files import FilesIn
 from wire.limits import MAX_FAILURE_REASON
 from wire.outputs import OutputIn
 
+# Upload fields newer than the first stored uploads, with their defaults (see MeasurementIn.digest).
+_ADDED_LATER: dict[str, Any] = {"output": None, "files": []}
+
 
 class CommitIn(RecordIn):
     """The commit a result measured (the candidate's base)."""
@@ -107,10 +110,16 @@ class MeasurementIn(RecordIn):
         return self
 
     def digest(self) -> str:
-        """SHA-256 of the canonical payload (without the idempotency key)."""
-        canonical = json.dumps(
-            self.model_dump(mode="json", exclude={"idempotency_key"}), sort_keys=True, separators=(",", ":")
-        )
+        """SHA-256 of the canonical payload (without the idempotency key).
+
+        Fields added after uploads were first stored are left out while they hold their default,
+        so an upload stored before they existed and retried after still matches its digest.
+        """
+        payload = self.model_dump(mode="json", exclude={"idempotency_key"})
+        for name, default in _ADDED_LATER.items():
+            if name in payload and payload[name] == default:
+                del payload[name]
+        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -85,6 +85,24 @@ def test_real_traces_give_the_graph_breaks_cost_per_step() -> None:
     assert json.loads(plain)["traceEvents"]
 
 
+def test_a_faster_culprit_is_explained_by_the_operators_that_shrank() -> None:
+    before = {"aten::addmm": 0.50, "aten::native_layer_norm": 0.06, "aten::copy_": 0.02}
+    after = {"aten::addmm": 0.30, "aten::copy_": 0.021}
+    fell = grown_operators([before], [after], falling=True)
+    assert [(item.name, round(item.change_ms, 3)) for item in fell] == [
+        ("aten::addmm", -0.2),
+        ("aten::native_layer_norm", -0.06),
+    ]
+    assert grown_operators([before], [after]) == []  # nothing grew by 10 % and 0.01 ms
+    summary = {"graph_breaks": [], "operators_ms_per_step": before, "steps": 3}
+    faster = {"graph_breaks": [], "operators_ms_per_step": after, "steps": 3}
+    lines = [finding.summary for finding in evidence_findings([summary], [faster])]
+    assert lines == [
+        "aten::addmm self time -0.20 ms/step (-40.0 %)",
+        "aten::native_layer_norm self time -0.060 ms/step (gone)",
+    ]
+
+
 def test_findings_name_the_new_break_first_then_the_operators() -> None:
     findings = evidence_findings([summarize(GOOD_LOG, GOOD_TRACE)], [summarize(CULPRIT_LOG, CULPRIT_TRACE)])
     assert [finding.kind for finding in findings][:1] == [FindingKind.GRAPH_BREAK]

@@ -20,6 +20,7 @@ from tracker.diagnosis.evidence_trace import (
     grown_operators,
     operator_times,
     read_trace,
+    total_ms,
 )
 from tracker.diagnosis.facts import Finding, FindingKind, format_pct
 
@@ -87,7 +88,8 @@ def evidence_findings(
     -------
     list of Finding
         The new graph breaks (at most :data:`MAX_BREAK_FINDINGS`, the last one counting the rest),
-        then the operators whose self time per step grew most; empty when a side has no summary.
+        then the operators whose self time per step grew most (fell most, when the culprit's
+        operators take less time in all); empty when a side has no summary.
     """
     if not before or not after:
         return []
@@ -97,7 +99,11 @@ def evidence_findings(
     )
     before_times = [times for summary in before if (times := _operators(summary)) is not None]
     after_times = [times for summary in after if (times := _operators(summary)) is not None]
-    for rank, growth in enumerate(grown_operators(before_times, after_times, limit=MAX_OPERATORS)):
+    # A slower culprit is explained by what grew, a faster one by what shrank.
+    total_before, total_after = total_ms(before_times), total_ms(after_times)
+    falling = total_before is not None and total_after is not None and total_after < total_before
+    moved = grown_operators(before_times, after_times, limit=MAX_OPERATORS, falling=falling)
+    for rank, growth in enumerate(moved):
         found.append(_operator_finding(growth, rank))
     return found
 
@@ -131,7 +137,7 @@ def _ms(value: float) -> str:
 
 def _operator_finding(growth: OperatorGrowth, rank: int) -> Finding:
     pct = growth.change_pct
-    relative = "new" if pct is None else format_pct(pct)
+    relative = "new" if pct is None else ("gone" if growth.after_ms <= 0 else format_pct(pct))
     return Finding(
         kind=FindingKind.OPERATOR,
         summary=f"{growth.name} self time {_ms(growth.change_ms)} ms/step ({relative})",

@@ -155,17 +155,21 @@ def grown_operators(
     min_ms: float = 0.01,
     min_pct: float = 10.0,
     limit: int = 3,
+    falling: bool = False,
 ) -> list[OperatorGrowth]:
-    """The operators whose mean self time per step grew most from ``before`` to ``after`` runs.
+    """The operators whose mean self time per step grew most from ``before`` to ``after`` runs
+    (with ``falling``: fell most, an operator gone included; what explains a speed-up).
 
     Parameters
     ----------
     before, after
         Per run, self time per step (ms) by operator name.
     min_ms, min_pct
-        How much an operator must grow to be named: both, absolute (ms/step) and relative.
+        How much an operator must move to be named: both, absolute (ms/step) and relative.
     limit
-        How many to return, largest absolute growth first.
+        How many to return, largest absolute move first.
+    falling
+        Name the operators that fell instead of those that grew.
 
     Returns
     -------
@@ -175,13 +179,20 @@ def grown_operators(
     mean_before, mean_after = _mean(list(before)), _mean(list(after))
     if mean_before is None or mean_after is None:
         return []
-    grown = [
-        OperatorGrowth(name, mean_before.get(name, 0.0), value)
-        for name, value in mean_after.items()
-        if value - mean_before.get(name, 0.0) >= min_ms
+    sign = -1.0 if falling else 1.0
+    moved = [
+        OperatorGrowth(name, mean_before.get(name, 0.0), mean_after.get(name, 0.0))
+        for name in sorted({*mean_before, *mean_after})
+        if sign * (mean_after.get(name, 0.0) - mean_before.get(name, 0.0)) >= min_ms
     ]
-    grown = [item for item in grown if item.change_pct is None or item.change_pct >= min_pct]
-    return sorted(grown, key=lambda item: (-item.change_ms, item.name))[:limit]
+    moved = [item for item in moved if item.change_pct is None or sign * item.change_pct >= min_pct]
+    return sorted(moved, key=lambda item: (-sign * item.change_ms, item.name))[:limit]
+
+
+def total_ms(runs: Iterable[Mapping[str, float]]) -> float | None:
+    """The mean over runs of all operators' self time per step (``None`` without a run)."""
+    mean = _mean(list(runs))
+    return None if mean is None else sum(mean.values())
 
 
 def _mean(runs: list[Mapping[str, float]]) -> dict[str, float] | None:
