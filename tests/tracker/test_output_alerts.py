@@ -149,6 +149,8 @@ def test_an_output_alert_over_skipped_commits_bisects_to_the_culprit(session: Se
     assert all("output" in step.note for step in steps)
     bisect_jobs = [job for job in bench.ran if job.reason is JobReason.BISECT]
     assert len(bisect_jobs) == len(steps)  # one run calls an output: no repeats, no paired rounds
+    # A changed picture is shown by its outputs: no profiled evidence runs for an output culprit.
+    assert not session.scalars(select(Job).where(Job.reason == JobReason.EVIDENCE)).all()
     # The bisection's runs of the culprit's range do not open a second alert.
     evaluate_and_bisect(session=session, case=bench.case, hardware=bench.kind, now=bench.now)
     assert len(output_alerts(session)) == 1

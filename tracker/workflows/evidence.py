@@ -1,5 +1,6 @@
 """Evidence for a culprit: once bisection names an alert's culprit, or a PR comparison's result is a
-regression, queue one run of each side with the compile logs and a profiler on.
+regression, queue one run of each side with the compile logs and a profiler on (not for an
+``output`` alert: a changed picture is shown by its outputs, not by a profile).
 
 The two sides are the culprit and the commit just before it on the bisected range (the alert's
 last good commit when the culprit is the first after it), or a comparison's base and head. Each
@@ -26,6 +27,7 @@ from tracker.models import (
     HardwareKind,
     Job,
     JobReason,
+    Metric,
     Verdict,
 )
 from tracker.queue.jobs import enqueue_job
@@ -49,6 +51,8 @@ def commit_before_culprit(*, session: Session, alert: Alert) -> Commit | None:
 def queue_culprit_evidence(*, session: Session, alert: Alert) -> list[Job]:
     """Queue the evidence runs of an alert whose culprit is named (none when it is not, or when
     they were queued before); returns the jobs created."""
+    if alert.metric is Metric.OUTPUT:  # the picture changed: a profile says nothing about why
+        return []
     culprit, before = alert.culprit_commit, commit_before_culprit(session=session, alert=alert)
     if culprit is None or before is None:
         return []
