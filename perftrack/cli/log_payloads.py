@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runners.outputs import read_output
 from runners.parsing import ParsedRun, ParseError, parse_run
 from runners.payload import CommitInfo, as_body, import_key, import_result
+
+OUTPUT_INFIX = ".output."  # NAME.output.png beside NAME.log: the seeded output that run saved
 
 
 class LogError(Exception):
@@ -113,3 +116,18 @@ def import_payload(
             perf_dump=json.loads(dump_text) if dump_text else None,
         )
     )
+
+
+def with_output(payload: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``payload`` with the seeded output saved at ``path`` (an image, or a video by its suffix):
+    its pixels' digest and lossless references, as a runner uploads them.
+
+    Raises :class:`runners.outputs.OutputReadError` when the file cannot be read as either.
+    """
+    return {**payload, "output": read_output(path).model_dump(mode="json")}
+
+
+def output_beside(log: Path) -> Path | None:
+    """``NAME.output.png`` (or any other suffix: ``.mp4``, ``.webp``, ...) beside ``NAME.log``, if one is there."""
+    found = sorted(log.parent.glob(f"{log.stem}{OUTPUT_INFIX}*"))
+    return found[0] if found else None

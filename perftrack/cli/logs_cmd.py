@@ -17,9 +17,11 @@ from perftrack.cli.log_payloads import (
     import_payload,
     iso_time,
     parse_files,
+    with_output,
 )
 from perftrack.cli.logs_dir import import_directory
 from perftrack.cli.tracker_http import call_tracker
+from runners.outputs import OutputReadError
 from runners.parsing import ParsedRun, RunStatus
 from runners.payload import parsed_as_json
 from tracker.errors import PerftrackError
@@ -80,6 +82,12 @@ def import_log(
         None, "--server", help="Tracker URL; without it, write to the database."
     ),
     token: str | None = typer.Option(None, "--token", help="Runner or admin token (or PERFTRACK_TOKEN)."),
+    output: Path | None = typer.Option(
+        None,
+        "--output",
+        help="The seeded output the run saved (an image, or a video): its digest and references are "
+        "stored with the run, for output checks. A directory's logs take NAME.output.* beside them.",
+    ),
 ) -> None:
     """Parse a log locally and store it as a run: over the API with --server, else in the configured database.
 
@@ -93,14 +101,23 @@ def import_log(
     server = server or config.server_url
     secret = token or (config.token.get_secret_value() if config.token else None)
     if log.is_dir():
-        if perf_dump is not None:
-            fail("--perf-dump names one log's dump; in a directory, each log's dump is NAME.perf.json")
+        if perf_dump is not None or output is not None:
+            fail(
+                "--perf-dump and --output name one log's files; in a directory, each log's are "
+                "NAME.perf.json and NAME.output.*"
+            )
         raise typer.Exit(import_directory(log, options, server=server, token=secret))
-    _import_file(log, options, perf_dump=perf_dump, server=server, token=secret)
+    _import_file(log, options, perf_dump=perf_dump, output=output, server=server, token=secret)
 
 
 def _import_file(
-    log: Path, options: ImportOptions, *, perf_dump: Path | None, server: str | None, token: str | None
+    log: Path,
+    options: ImportOptions,
+    *,
+    perf_dump: Path | None,
+    output: Path | None,
+    server: str | None,
+    token: str | None,
 ) -> None:
     """Import one log; any problem ends the command with its message."""
     case = _required(options.case, "--case")
@@ -120,8 +137,12 @@ def _import_file(
         )
         # Built as the tracker validates it: a bad --commit or --patch is refused here, naming it.
         payload = import_payload(parsed, log_text=log_text, dump_text=dump_text, fields=fields)
+        if output is not None:
+            payload = with_output(payload, output)
     except LogError as error:
         fail(str(error))
+    except OutputReadError as error:
+        fail(f"--output {output}: {error}")
     except ValidationError as error:
         fail(validation_message(error))
     answer = _post(server, token, payload, config.http_timeout_s) if server else _store(payload)

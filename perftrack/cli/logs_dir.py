@@ -3,7 +3,8 @@
 The logs are the directory's ``*.log`` and ``*.txt`` files, in name order. Beside ``NAME.log`` (or
 ``NAME.txt``) may lie ``NAME.perf.json``, its perf dump, and ``NAME.meta.json``, a JSON object with
 any of ``case``, ``hardware``, ``commit``, ``commit_time``, ``title``, ``author`` and ``patches``
-that overrides the command's options for that log (``patches`` replaces ``--patch``). The logs go
+that overrides the command's options for that log (``patches`` replaces ``--patch``), and
+``NAME.output.png`` (or ``.mp4``, ...), the seeded output the run saved. The logs go
 to the tracker through ``POST /api/v1/results/batch`` with ``--server``, or through the same
 set-based store in-process without it, up to 500 a batch; in-process, the series the logs feed are
 then evaluated once, as the scheduler's pending pass does after a batch over HTTP. A log that
@@ -28,9 +29,12 @@ from perftrack.cli.log_payloads import (
     LogError,
     import_payload,
     iso_time,
+    output_beside,
     parse_files,
+    with_output,
 )
 from perftrack.cli.tracker_http import call_tracker
+from runners.outputs import OutputReadError
 from tracker.ingest.results import IngestLimits
 from tracker.models import utcnow
 from tracker.workflows.batches import store_results
@@ -138,10 +142,15 @@ def _prepare(log: Path, options: ImportOptions, limit: int) -> tuple[dict[str, A
     fields = _fields(log, options, _meta(log))
     dump = log.with_name(log.stem + DUMP_SUFFIX)
     parsed, log_text, dump_text = parse_files(log, dump if dump.is_file() else None, limit)
+    output = output_beside(log)
     try:
         payload = import_payload(parsed, log_text=log_text, dump_text=dump_text, fields=fields)
+        if output is not None:
+            payload = with_output(payload, output)
     except ValidationError as error:
         raise _Refused(validation_message(error)) from error
+    except OutputReadError as error:
+        raise _Refused(f"{output.name if output else 'output'}: {error}") from error
     return payload, parsed.warnings
 
 

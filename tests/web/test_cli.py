@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
+from PIL import Image
 from sqlalchemy import text
 from typer.testing import CliRunner
 
@@ -380,3 +382,35 @@ def test_import_a_directory_over_http(cli_env: str, tmp_path: Path) -> None:
         assert code == 1
         assert "401" in output
     assert series_values(cli_env) == [("669a9bd", 263.8), ("4739f2e", 287.6), ("9c1d5e2", 258.2)]
+
+
+def picture(path: Path, shade: int) -> Path:
+    """A small seeded-output stand-in: an RGB gradient, PNG."""
+    pixels = (np.add.outer(np.arange(48), np.arange(64)) % 256).astype(np.uint8)
+    Image.fromarray(np.stack([pixels, pixels, np.full_like(pixels, shade)], axis=-1)).save(path)
+    return path
+
+
+def test_import_log_keeps_the_seeded_output_it_is_given(cli_env: str, tmp_path: Path) -> None:
+    single = ["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--commit", "669a9bd"]
+    log = str(EXAMPLES / "qwen_image_669a9bd.log")
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not a picture")
+    code, output = invoke("import-log", log, *single, "--output", str(broken))
+    assert code == 1
+    assert "--output" in output
+    assert "broken.png" in output
+    code, output = invoke("import-log", log, *single, "--output", str(picture(tmp_path / "out.png", 10)))
+    assert code == 0, output
+    assert "run 1 stored" in output  # the refused import stored nothing
+    assert count_rows(cli_env, "run_outputs") == 1
+    assert count_rows(cli_env, "run_output_frames") == 1
+    # A directory's logs take NAME.output.* beside them.
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "fused.log").write_bytes((EXAMPLES / "qwen_image_4739f2e.log").read_bytes())
+    (folder / "fused.meta.json").write_text(json.dumps({"commit": "4739f2e"}))
+    picture(folder / "fused.output.png", 200)
+    code, output = invoke("import-log", str(folder), "--case", "qwen-image-t2i-1024", "--hardware", "H200")
+    assert code == 0, output
+    assert count_rows(cli_env, "run_outputs") == 2
