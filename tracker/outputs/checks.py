@@ -10,6 +10,8 @@ against the case's tolerance.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -19,7 +21,27 @@ from sqlalchemy.orm import Session
 from tracker.enums import OutputStatus
 from tracker.models import Case, RunOutput, RunOutputFrame
 from tracker.outputs.images import ImageError, rgb_pixels
-from tracker.statistics.fidelity import DEFAULT_PSNR_DB, FidelityError, FrameScore, score_output
+from tracker.statistics.fidelity import DEFAULT_PSNR_DB, FidelityError, FrameScore, OutputScore, score_output
+
+# Scores of pairs of outputs, by their digests (content, so the same whatever the database): a
+# series is re-checked pair by pair on every evaluation, and decoding two references and scoring
+# them costs milliseconds a pair; a pair's score never changes.
+_SCORES: OrderedDict[tuple[str, str], OutputScore] = OrderedDict()
+_SCORES_LOCK = threading.Lock()  # requests check outputs on several threads
+SCORES_KEPT = 20_000
+
+
+def _remembered(key: tuple[str, str]) -> OutputScore | None:
+    with _SCORES_LOCK:
+        return _SCORES.get(key)
+
+
+def _remember(key: tuple[str, str], score: OutputScore) -> None:
+    with _SCORES_LOCK:
+        _SCORES[key] = score
+        _SCORES.move_to_end(key)
+        while len(_SCORES) > SCORES_KEPT:
+            _SCORES.popitem(last=False)
 
 
 def tolerance_of(case: Case) -> float:
@@ -114,14 +136,17 @@ def compare_sides(
     runs = (first.run_id, second.run_id)
     if first.digest == second.digest:
         return OutputCheck(OutputStatus.IDENTICAL, tolerance_db, *runs)
-    pngs = reference_frames(session, [first.run_id, second.run_id])
-    try:
-        score = score_output(
-            [rgb_pixels(png) for png in pngs.get(first.run_id, [])],
-            [rgb_pixels(png) for png in pngs.get(second.run_id, [])],
-        )
-    except (FidelityError, ImageError) as error:
-        return OutputCheck(OutputStatus.MISSING, tolerance_db, *runs, note=str(error))
+    score = _remembered((first.digest, second.digest))
+    if score is None:
+        pngs = reference_frames(session, [first.run_id, second.run_id])
+        try:
+            score = score_output(
+                [rgb_pixels(png) for png in pngs.get(first.run_id, [])],
+                [rgb_pixels(png) for png in pngs.get(second.run_id, [])],
+            )
+        except (FidelityError, ImageError) as error:
+            return OutputCheck(OutputStatus.MISSING, tolerance_db, *runs, note=str(error))
+        _remember((first.digest, second.digest), score)
     status = OutputStatus.SAME if score.same_picture(tolerance_db) else OutputStatus.CHANGED
     if score.identical:  # equal references of outputs whose full pixels differ: below what is kept
         status = OutputStatus.SAME
