@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracker.errors import PerftrackError
+
 OPERATOR_CATEGORIES = frozenset({"cpu_op", "kernel", "gpu_memcpy", "gpu_memset", "user_annotation"})
 STEP_PREFIX = "ProfilerStep#"
 # Names that carry a run's own ids (compile ids, graph hashes): one name across runs.
@@ -25,7 +27,7 @@ _RENAMES = (
 )
 
 
-class TraceError(ValueError):
+class TraceError(PerftrackError, ValueError):
     """The bytes are not a Chrome trace."""
 
 

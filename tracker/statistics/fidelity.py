@@ -21,11 +21,13 @@ import numpy as np
 from numpy.typing import NDArray
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
+from tracker.errors import PerftrackError
+
 DEFAULT_PSNR_DB = 40.0  # at or above: the same picture (the suite may set a case's own)
 Frame = NDArray[np.uint8]
 
 
-class FidelityError(ValueError):
+class FidelityError(PerftrackError, ValueError):
     """Two outputs that cannot be compared (different frame counts or sizes)."""
 
 
