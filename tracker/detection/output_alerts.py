@@ -43,7 +43,13 @@ from tracker.models import (
     Metric,
     RunOutput,
 )
-from tracker.outputs.checks import OutputCheck, compare_sides, newest_outputs, tolerance_of
+from tracker.outputs.checks import (
+    OutputCheck,
+    compare_sides,
+    newest_outputs,
+    series_has_outputs,
+    tolerance_of,
+)
 from tracker.series.state import SeriesCommit, load_series_runs
 
 logger = logging.getLogger(__name__)
@@ -73,6 +79,8 @@ def evaluate_outputs(
 
     Idempotent: a change an output alert of the series already stands for opens nothing.
     """
+    if not series_has_outputs(session, case_id=case.id, hardware_kind_id=hardware.id):
+        return []
     commits = load_series_runs(session=session, case=case, hardware=hardware)
     outputs = newest_outputs(session, [run.run_id for entry in commits for run in entry.runs])
     sides = output_sides(commits, outputs)

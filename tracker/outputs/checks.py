@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.enums import OutputStatus
-from tracker.models import Case, RunOutput, RunOutputFrame
+from tracker.models import Case, Run, RunOutput, RunOutputFrame
 from tracker.outputs.images import ImageError, rgb_pixels
 from tracker.statistics.fidelity import DEFAULT_PSNR_DB, FidelityError, FrameScore, OutputScore, score_output
 
@@ -86,6 +86,18 @@ class OutputCheck:
         if self.psnr_db is None or self.ssim is None:  # equal references, pixels differ below their size
             return f"output {word} (references identical; full-size pixels differ)"
         return f"output {word} (PSNR {self.psnr_db:.1f} dB, SSIM {self.ssim:.3f}; tolerance {self.tolerance_db:g} dB)"
+
+
+def series_has_outputs(session: Session, *, case_id: int, hardware_kind_id: int) -> bool:
+    """Whether any run of the series saved an output (one indexed query: a series without any is
+    not loaded a second time to compare nothing)."""
+    found = session.scalar(
+        select(RunOutput.run_id)
+        .join(Run, Run.id == RunOutput.run_id)
+        .where(Run.case_id == case_id, Run.hardware_kind_id == hardware_kind_id)
+        .limit(1)
+    )
+    return found is not None
 
 
 def newest_outputs(session: Session, run_ids: Collection[int]) -> dict[int, RunOutput]:
