@@ -168,7 +168,15 @@ def ingest_bodies(config: ScaleConfig, results: int, *, first_night: int) -> lis
                     rng=rng,
                 ).model_dump(
                     mode="json",
-                    exclude={"attempt", "build", "output_digest", "request_latencies_ms", "commit", "files"},
+                    exclude={
+                        "attempt",
+                        "build",
+                        "output_digest",
+                        "request_latencies_ms",
+                        "commit",
+                        "files",
+                        "output",
+                    },
                 )
                 payload.update(case=shape.slug, hardware=hardware, commit=commit)
                 payload["idempotency_key"] = f"scale-import:{night}:{shape.slug}:{hardware}"
