@@ -51,6 +51,12 @@ def test_the_api_says_the_output_changed_and_never_a_plain_improvement(
     [listed] = client.get("/api/v1/comparisons").json()
     assert listed["label"] == detail["label"]
     assert listed["results"][0]["output"] == output
+    # Each arm's run page says the same of its round's other arm.
+    head_page = client.get(f"/runs/{heads[0]}").text
+    assert f"base run {bases[0]} of comparison {comparison_id}" in head_page
+    assert '<p id="output-check" class="bad">output changed (PSNR ' in head_page
+    base_page = client.get(f"/runs/{bases[0]}").text
+    assert f"head run {heads[0]} of comparison {comparison_id}" in base_page
 
 
 def test_identical_and_missing_outputs_in_the_api(client: TestClient, session: Session) -> None:

@@ -4,8 +4,10 @@ reference PNGs served; a reference that does not decode is a 422 naming it, neve
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 
+import numpy as np
 from fastapi.testclient import TestClient
 from PIL import Image
 
@@ -90,3 +92,43 @@ def test_a_reference_that_does_not_decode_is_refused_naming_it(client: TestClien
         assert response.status_code == 422, response.text
         assert "output.frames.0.png_base64" in response.text
         assert words in response.text
+
+
+def _picture_output(pixels: np.ndarray) -> dict[str, object]:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels, "RGB").save(buffer, format="PNG")
+    return {
+        "digest": "sha256:" + hashlib.sha256(pixels.tobytes()).hexdigest(),
+        "width": pixels.shape[1],
+        "height": pixels.shape[0],
+        "frames": [{"png_base64": base64.b64encode(buffer.getvalue()).decode("ascii")}],
+    }
+
+
+def test_the_run_page_says_how_the_output_compares_with_the_commit_before(
+    client: TestClient, runner_token: str
+) -> None:
+    ramp = np.linspace(20, 230, 64)
+    smooth = np.stack([np.add.outer(ramp, ramp) / 2, np.tile(ramp, (64, 1)), np.tile(ramp[:, None], 64)], -1)
+    before = np.clip(smooth, 0, 255).astype(np.uint8)
+    after = np.clip(smooth + np.random.default_rng(1).normal(0, 20, smooth.shape), 0, 255).astype(np.uint8)
+    commits = [
+        {"sha": sha, "title": title, "committed_at": when}
+        for sha, title, when in (
+            ("1111111", "before", "2026-03-01T10:00:00Z"),
+            ("2222222", "neutral", "2026-03-02T10:00:00Z"),
+            ("3333333", "changes the picture", "2026-03-03T10:00:00Z"),
+        )
+    ]
+    first = _post(client, runner_token, result_body(commit=commits[0], output=_picture_output(before)))
+    second = _post(client, runner_token, result_body(commit=commits[1], output=_picture_output(before)))
+    third = _post(client, runner_token, result_body(commit=commits[2], output=_picture_output(after)))
+    assert client.get(f"/runs/{first}").text.count('id="output-check"') == 0  # nothing before it
+    same = client.get(f"/runs/{second}").text
+    assert (
+        f'output identical, against <a href="/runs/{first}">run {first} of 1111111 (the commit before)</a>'
+        in same
+    )
+    changed = client.get(f"/runs/{third}").text
+    assert '<p id="output-check" class="bad">output changed (PSNR ' in changed
+    assert f'<a href="/runs/{second}">run {second} of 2222222 (the commit before)</a>' in changed

@@ -20,7 +20,7 @@ from tracker.ingest.conditions import (
 from tracker.models import RunStage
 from tracker.queue.jobs import get_job
 from tracker.views.run_files import evidence_of_job, run_file, run_files
-from tracker.views.runs import get_run, run_output
+from tracker.views.runs import get_run, run_output, run_output_check
 from web.deps import SessionDep
 from web.pages.templating import templates
 from web.schemas.params import RunId
@@ -239,6 +239,7 @@ def run_page(request: Request, run_id: RunId, session: SessionDep) -> HTMLRespon
             "log": log_lines(artifacts.raw_log),
             "files": run_files(session=session, run_id=run.id),
             "output": run_output(session=session, run_id=run.id),
+            "output_check": run_output_check(session=session, run=run),
             "evidence": evidence_of_job(session=session, job_id=run.job_id),
             "title": f"Run {run.id}",
         },
