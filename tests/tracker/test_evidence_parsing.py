@@ -103,6 +103,19 @@ def test_a_faster_culprit_is_explained_by_the_operators_that_shrank() -> None:
     ]
 
 
+def test_operators_are_named_only_when_the_profiles_agree_with_the_measured_change() -> None:
+    before = {"aten::addmm": 0.50, "aten::copy_": 0.02}
+    after = {"aten::addmm": 0.30, "aten::copy_": 0.021}  # the profiles: 38 % faster
+    summary = {"graph_breaks": [], "operators_ms_per_step": before, "steps": 3}
+    faster = {"graph_breaks": [], "operators_ms_per_step": after, "steps": 3}
+    named = evidence_findings([summary], [faster], measured_pct=-30.0)
+    assert [finding.kind for finding in named] == [FindingKind.OPERATOR]
+    # A slower culprit whose two profiles happened to read faster: no operator is named.
+    assert evidence_findings([summary], [faster], measured_pct=+9.1) == []
+    # A profile change far short of the measured one says too little as well.
+    assert evidence_findings([summary], [faster], measured_pct=-90.0) == []
+
+
 def test_findings_name_the_new_break_first_then_the_operators() -> None:
     findings = evidence_findings([summarize(GOOD_LOG, GOOD_TRACE)], [summarize(CULPRIT_LOG, CULPRIT_TRACE)])
     assert [finding.kind for finding in findings][:1] == [FindingKind.GRAPH_BREAK]

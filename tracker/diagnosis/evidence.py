@@ -28,6 +28,9 @@ GRAPH_BREAK_WEIGHT = 3.05  # after the compile counters' finding (3.1 and up), b
 OPERATOR_WEIGHT = 2.3  # after the machine's warning, before step 0 and the stages
 MAX_BREAK_FINDINGS = 3
 MAX_OPERATORS = 3
+# The profiles' total self time must move the measured way by at least this share of the measured
+# change before their operators are named.
+PROFILE_AGREEMENT = 0.5
 MAX_OPERATORS_STORED = 200  # the summary keeps the largest operators of a trace
 
 
@@ -75,7 +78,10 @@ def _operators(summary: Mapping[str, Any]) -> dict[str, float] | None:
 
 
 def evidence_findings(
-    before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]
+    before: Sequence[Mapping[str, Any]],
+    after: Sequence[Mapping[str, Any]],
+    *,
+    measured_pct: float | None = None,
 ) -> list[Finding]:
     """What the evidence runs' summaries of the two sides say, most telling first.
 
@@ -83,6 +89,11 @@ def evidence_findings(
     ----------
     before, after
         Summaries (:func:`summarize`) of the last good (or base) and the culprit (or head) side.
+    measured_pct
+        The change the measurements found (the alert's or the result's, %). The operators are
+        named only when the profiles' own total moved the same way by at least
+        :data:`PROFILE_AGREEMENT` of it: one profiled run a side is noisy, and an operator list
+        that contradicts the measured change would mislead.
 
     Returns
     -------
@@ -101,11 +112,22 @@ def evidence_findings(
     after_times = [times for summary in after if (times := _operators(summary)) is not None]
     # A slower culprit is explained by what grew, a faster one by what shrank.
     total_before, total_after = total_ms(before_times), total_ms(after_times)
-    falling = total_before is not None and total_after is not None and total_after < total_before
+    if total_before is None or total_after is None or total_before <= 0:
+        return found
+    profiled_pct = 100.0 * (total_after - total_before) / total_before
+    if measured_pct is not None and not _agrees(profiled_pct, measured_pct):
+        return found
+    falling = profiled_pct < 0
     moved = grown_operators(before_times, after_times, limit=MAX_OPERATORS, falling=falling)
     for rank, growth in enumerate(moved):
         found.append(_operator_finding(growth, rank))
     return found
+
+
+def _agrees(profiled_pct: float, measured_pct: float) -> bool:
+    """The profiles moved the way the measurements did, by at least a share of it."""
+    same_way = (profiled_pct > 0) == (measured_pct > 0)
+    return same_way and abs(profiled_pct) >= PROFILE_AGREEMENT * abs(measured_pct)
 
 
 def _break_findings(before: list[GraphBreak], after: list[GraphBreak]) -> list[Finding]:

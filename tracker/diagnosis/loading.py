@@ -190,16 +190,20 @@ def alert_diagnoses(
         series = (alert.case_id, alert.hardware_kind_id)
         before = by_commit.get((*series, alert.last_good_commit_id), [])
         after = by_commit.get((*series, alert.first_bad_commit_id), [])
-        found = _with_evidence(diagnose(before, after, config), evidence.get(alert.id))
+        found = _with_evidence(diagnose(before, after, config), evidence.get(alert.id), alert.change_pct)
         diagnoses[alert.id] = with_output(found, outputs.get(alert.id))
     return diagnoses
 
 
-def _with_evidence(found: list[Finding], sides: tuple[Sequence[Any], Sequence[Any]] | None) -> list[Finding]:
-    """``found`` and what the evidence runs' summaries add, most telling first."""
+def _with_evidence(
+    found: list[Finding], sides: tuple[Sequence[Any], Sequence[Any]] | None, measured_pct: float | None
+) -> list[Finding]:
+    """``found`` and what the evidence runs' summaries add, most telling first (``measured_pct``:
+    the change the measurements found, which the profiles' operator times must agree with)."""
     if sides is None:
         return found
-    return sorted([*found, *evidence_findings(*sides)], key=lambda item: -item.weight)
+    added = evidence_findings(*sides, measured_pct=measured_pct)
+    return sorted([*found, *added], key=lambda item: -item.weight)
 
 
 def alert_diagnosis(
@@ -224,12 +228,14 @@ def comparison_diagnoses(
     Pending results are left out."""
     sides: dict[SeriesKey, tuple[list[int], list[int]]] = {}
     result_ids: dict[SeriesKey, int] = {}
+    changes: dict[SeriesKey, float | None] = {}
     outputs: dict[SeriesKey, OutputFact | None] = {}  # as stored on the result: said first when changed
     for item in view.results:
         if item.result.verdict is Verdict.PENDING:
             continue
         key = (item.result.case_id, item.result.hardware_kind_id)
         result_ids[key] = item.result.id
+        changes[key] = item.result.change_pct
         outputs[key] = result_output(item.result)
         sides[key] = (
             _arm_runs(round_view.base for round_view in item.rounds),
@@ -248,6 +254,7 @@ def comparison_diagnoses(
                     config,
                 ),
                 evidence.get(result_ids[key]),
+                changes[key],
             ),
             outputs[key],
         )
