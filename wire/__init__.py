@@ -9,6 +9,7 @@ use it without importing ``tracker`` or ``web``.
 - :mod:`wire.fields`: field types (commit shas, times with offsets, patch refs, strict measurements).
 - :mod:`wire.base`: the bases of request bodies, and readable validation messages.
 - :mod:`wire.results`: uploads (a job attempt's result, an import) and their answer.
+- :mod:`wire.digests`: an upload's digest, in versions of its canonical form (the rule for adding a field).
 - :mod:`wire.leases`: register, claim (the job spec), heartbeat, release.
 - :mod:`wire.outputs`: a run's seeded output (digest, shape, lossless PNG references).
 - :mod:`wire.batches`: many imports or job attempts' results in one request, and the per-item answer.
@@ -23,6 +24,7 @@ from wire.batches import (
     JobResultItemIn,
     ResultBatchIn,
 )
+from wire.digests import DIGEST_VERSION, Since, digest_version
 from wire.fields import AwareDatetime, Count, NonNegativeMs, PatchRef, PatchRefs, PositiveMs, Sha
 from wire.leases import (
     AttemptIn,
@@ -63,6 +65,7 @@ from wire.results import (
 )
 
 __all__ = [
+    "DIGEST_VERSION",
     "EARLIEST_TIME",
     "LATEST_TIME",
     "MAX_BATCH_ITEMS",
@@ -109,8 +112,10 @@ __all__ = [
     "RunnerIn",
     "RunnerOut",
     "Sha",
+    "Since",
     "StageIn",
     "describe_errors",
+    "digest_version",
     "json_too_deep",
     "reject_deep_json",
     "validation_message",

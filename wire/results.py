@@ -7,20 +7,16 @@ message naming the field.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import BaseModel, Field, Strict, model_validator
 
 from wire.base import RecordIn
+from wire.digests import DIGEST_VERSION, Since, digest_version, upload_digest
 from wire.fields import AwareDatetime, Count, NonNegativeMs, PatchRefs, PositiveMs, Sha
 from wire.files import FilesIn
 from wire.limits import MAX_FAILURE_REASON
 from wire.outputs import OutputIn
-
-# Upload fields newer than the first stored uploads, with their defaults (see MeasurementIn.digest).
-_ADDED_LATER: dict[str, Any] = {"output": None, "files": []}
 
 
 class CommitIn(RecordIn):
@@ -81,7 +77,7 @@ class MeasurementIn(RecordIn):
     raw_log: str = ""
     log_truncated: bool = False
     perf_dump: dict[str, Any] | None = None
-    output: OutputIn | None = Field(
+    output: Annotated[OutputIn | None, Since(2)] = Field(
         default=None, description="the seeded output the run saved (digest, shape, PNG references)"
     )
     measured_at: AwareDatetime | None = Field(default=None, description="with offset, between 1970 and 2100")
@@ -109,18 +105,26 @@ class MeasurementIn(RecordIn):
             raise ValueError("failure_reason: a failed result must say why it failed")
         return self
 
-    def digest(self) -> str:
-        """SHA-256 of the canonical payload (without the idempotency key).
+    @overload
+    def digest(self) -> str: ...
+    @overload
+    def digest(self, version: Literal[1]) -> str: ...
+    @overload
+    def digest(self, version: int) -> str | None: ...
+    def digest(self, version: int = DIGEST_VERSION) -> str | None:
+        """SHA-256 of the upload (without its idempotency key) in canonical form ``version``, as stored.
 
-        Fields added after uploads were first stored are left out while they hold their default,
-        so an upload stored before they existed and retried after still matches its digest.
+        ``None``: the upload holds a field newer than ``version`` with a value other than its
+        default, so no upload digested in that version was this one. Every upload has a digest in
+        the current version and in version 1. A field added to an upload is marked with the version
+        it came in: see :mod:`wire.digests` for the rule.
         """
-        payload = self.model_dump(mode="json", exclude={"idempotency_key"})
-        for name, default in _ADDED_LATER.items():
-            if name in payload and payload[name] == default:
-                del payload[name]
-        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return upload_digest(self, version, exclude={"idempotency_key"})
+
+    def matches_digest(self, stored: str) -> bool:
+        """Whether this is the upload ``stored`` is the digest of, digested in the version it names."""
+        version = digest_version(stored)
+        return version is not None and self.digest(version) == stored
 
 
 class ResultIn(MeasurementIn):
@@ -153,7 +157,9 @@ class JobResultIn(MeasurementIn):
     output_digest: Annotated[str, Field(max_length=128)] | None = None
     request_latencies_ms: Annotated[list[PositiveMs], Field(max_length=1000)] = []
     commit: CommitIn | None = Field(default=None, description="metadata of the base commit, as git knows it")
-    files: FilesIn = Field(default_factory=list, description="files the run made: a profiler trace")
+    files: Annotated[FilesIn, Since(2)] = Field(
+        default_factory=list, description="files the run made: a profiler trace"
+    )
 
 
 class ResultCreated(BaseModel):

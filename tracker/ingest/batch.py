@@ -88,6 +88,7 @@ class _NewRun:
     index: int
     key: str
     digest: str
+    result: ResultIn
     rows: RunRows
     warnings: tuple[str, ...]
     plain: bool
@@ -147,7 +148,8 @@ def plan_results(
     for index, result, key, digest in keyed:
         if key in stored:
             run_id, stored_digest = stored[key]
-            same = stored_digest == digest
+            # Stored in another version of the canonical form: digested again in that one.
+            same = stored_digest == digest or result.matches_digest(stored_digest)
             plan.decided[index] = (
                 BatchItem(index=index, outcome=BatchOutcome.DUPLICATE, run_id=run_id)
                 if same
@@ -182,6 +184,7 @@ def _new_run(
         index=index,
         key=key,
         digest=digest,
+        result=result,
         rows=rows,
         warnings=resolved.warnings,
         plain=resolved.candidate.is_plain,
@@ -260,7 +263,7 @@ def _insert_alone(*, session: Session, new: _NewRun) -> BatchItem:
             [stored] = _insert_all(session=session, new_runs=[new])
     except IntegrityError:
         try:
-            existing = find_by_key(session=session, key=new.key, digest=new.digest)
+            existing = find_by_key(session=session, key=new.key, result=new.result)
         except PerftrackError as error:  # stored concurrently, for another payload
             return refused(new.index, error)
         if existing is None:

@@ -60,8 +60,9 @@ class IngestOutcome:
 
 
 def derive_idempotency_key(result: ResultIn) -> str:
-    """The key of an upload that did not bring one: the digest of its content."""
-    return "sha256:" + result.digest()[:64]
+    """The key of an upload that did not bring one: its version-1 digest, which every upload has and
+    which a field added later leaves as it was (see :mod:`wire.digests`)."""
+    return "sha256:" + result.digest(1)
 
 
 def ingest_result(
@@ -76,7 +77,7 @@ def ingest_result(
     check_limits(result, limits)
     digest = result.digest()
     key = result.idempotency_key or derive_idempotency_key(result)
-    existing = find_by_key(session=session, key=key, digest=digest)
+    existing = find_by_key(session=session, key=key, result=result)
     if existing is not None:
         return IngestOutcome(run=existing, created=False)
 
@@ -86,7 +87,7 @@ def ingest_result(
     run.hardware_kind = resolved.kind
     run.candidate = resolved.candidate
     run.commit = resolved.commit
-    outcome = _insert_once(session=session, run=run, key=key, digest=digest)
+    outcome = _insert_once(session=session, run=run, key=key, result=result)
     if outcome.created:
         _store_output(session=session, run=run, output=result.output)
         record_result(source=run.source.value, status=run.status.value)
@@ -110,7 +111,7 @@ def ingest_job_result(
     check_limits(result, limits)
     digest = result.digest()
     key = f"job:{job_id}:{result.attempt}"
-    existing = find_by_key(session=session, key=key, digest=digest)
+    existing = find_by_key(session=session, key=key, result=result)
     if existing is not None:
         return IngestOutcome(run=existing, created=False)
     job = live_job(session=session, runner=runner, job_id=job_id, attempt=result.attempt, now=now)
@@ -132,7 +133,7 @@ def ingest_job_result(
     run.runner_id = runner.id
     if job.reason is JobReason.EVIDENCE and run.excluded_reason is None:
         run.excluded_reason = EVIDENCE_EXCLUSION  # profiled: never a point of its series
-    outcome = _insert_once(session=session, run=run, key=key, digest=digest)
+    outcome = _insert_once(session=session, run=run, key=key, result=result)
     if outcome.created:
         store_files(session=session, run_id=run.id, files=result.files)
         _store_output(session=session, run=run, output=result.output)
@@ -160,14 +161,14 @@ def check_limits(result: MeasurementIn, limits: IngestLimits) -> None:
         )
 
 
-def _insert_once(*, session: Session, run: Run, key: str, digest: str) -> IngestOutcome:
+def _insert_once(*, session: Session, run: Run, key: str, result: MeasurementIn) -> IngestOutcome:
     try:
         with session.begin_nested():
             session.add(run)
             session.flush()
     except IntegrityError:
         # A concurrent upload with the same key won the race; answer with its run.
-        existing = find_by_key(session=session, key=key, digest=digest)
+        existing = find_by_key(session=session, key=key, result=result)
         if existing is None:
             raise
         return IngestOutcome(run=existing, created=False)
@@ -181,10 +182,11 @@ def _insert_once(*, session: Session, run: Run, key: str, digest: str) -> Ingest
     return IngestOutcome(run=run, created=True)
 
 
-def find_by_key(*, session: Session, key: str, digest: str) -> Run | None:
-    """The run stored under ``key``; :class:`Conflict` when it was stored for another payload."""
+def find_by_key(*, session: Session, key: str, result: MeasurementIn) -> Run | None:
+    """The run stored under ``key``; :class:`Conflict` when it was stored for another payload than
+    ``result`` (compared in the canonical form its stored digest names)."""
     run = session.scalar(select(Run).where(Run.idempotency_key == key))
-    if run is not None and run.payload_digest != digest:
+    if run is not None and not result.matches_digest(run.payload_digest):
         raise key_reused(key, run.id)
     return run
 
