@@ -6,10 +6,20 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
 from tests.conftest import DATA
+from tracker.diagnosis import evidence_trace
 from tracker.diagnosis.evidence import evidence_findings, summarize
 from tracker.diagnosis.evidence_log import GraphBreak, distinct_breaks, new_breaks, parse_graph_breaks
-from tracker.diagnosis.evidence_trace import Span, grown_operators, operator_times, read_trace, self_times_us
+from tracker.diagnosis.evidence_trace import (
+    Span,
+    TraceError,
+    grown_operators,
+    operator_times,
+    read_trace,
+    self_times_us,
+)
 from tracker.diagnosis.facts import FindingKind
 
 EVIDENCE = DATA / "evidence"
@@ -141,3 +151,19 @@ def test_a_run_without_a_readable_trace_still_gives_its_breaks() -> None:
     assert summarize(CULPRIT_LOG, None)["graph_breaks"][0]["site"] == "toydit/norm.py:19"
     [finding] = evidence_findings([summarize(GOOD_LOG, None)], [summary])
     assert finding.kind is FindingKind.GRAPH_BREAK
+
+
+def test_a_truncated_or_oversized_gzip_is_refused_before_it_is_unpacked_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(TraceError, match="truncated"):
+        read_trace(GOOD_TRACE[: len(GOOD_TRACE) // 2])
+    with pytest.raises(TraceError, match="not a gzip file"):
+        read_trace(GOOD_TRACE[:20] + b"\x00" * 64 + GOOD_TRACE[84:])
+    # A small gzip that unpacks to more than the limit (a bomb) stops at the limit.
+    monkeypatch.setattr(evidence_trace, "MAX_TRACE_BYTES", 1024 * 1024)
+    bomb = gzip.compress(b"[" + b" " * (4 * 1024 * 1024) + b"]")
+    assert len(bomb) < 8 * 1024
+    with pytest.raises(TraceError, match="over 1 MiB unpacked"):
+        read_trace(bomb)
+    assert read_trace(GOOD_TRACE)  # the real one, well under the limit, still reads

@@ -39,12 +39,12 @@ def test_a_pass_expires_the_leases_that_ran_out_and_evaluates_marked_series(scra
         kind = get_hardware_kind(session=session, name="H200")
         mark_pending(session=session, case_id=case.id, hardware_kind_id=kind.id, now=long_ago)
         job_id = job.id
-    expired, _touched = Housekeeper(scratch_engine).tick()
-    assert expired == 1
+    chores = Housekeeper(scratch_engine).tick()
+    assert chores.expired == 1
     with db.session_scope(sessions) as session:
         again = session.get(Job, job_id)
         assert again is not None
         assert again.state is JobState.QUEUED
         assert [entry.outcome.value for entry in again.attempt_history] == ["lease expired"]
         assert session.scalars(select(PendingEvaluation)).all() == []  # the marked series was evaluated
-    assert Housekeeper(scratch_engine).tick() == (0, 0)  # nothing left to do
+    assert Housekeeper(scratch_engine).tick() == (0, 0, 0)  # nothing left to do

@@ -12,6 +12,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect, select, text
 
 from tests.conftest import SUITES
+from tests.tracker.test_evidence_reading import pending_row
+from tests.tracker.test_jobs import candidate
 from tracker import db
 from tracker.catalog.cases import sync_suites
 from tracker.catalog.suites import load_suites
@@ -20,12 +22,14 @@ from tracker.github import outbox
 from tracker.models import (
     Alert,
     AlertConfirmation,
+    Arm,
     Base,
     BisectionState,
     BisectionStep,
     Case,
     Commit,
     Direction,
+    EvidenceJob,
     HardwareKind,
     JobAttempt,
     JobReason,
@@ -304,5 +308,37 @@ def test_0014_states_become_enums_and_attempts_rows_both_ways(scratch_db_url: st
         with pytest.raises(RuntimeError, match="bisecting"):
             db.upgrade(scratch_db_url)
         assert db.current_revision(engine) == "0013"
+    finally:
+        engine.dispose()
+
+
+def test_0020_evidence_runs_linked_before_count_as_read(scratch_db_url: str) -> None:
+    """Before 0020 an upload read its evidence run at once: a linked row is read (at its
+    ``recorded_at``), a row still waiting for its run is not."""
+    db.upgrade(scratch_db_url)
+    engine = db.make_engine(scratch_db_url)
+    sessions = db.make_session_factory(engine)
+    try:
+        with db.session_scope(sessions) as session:
+            sync_suites(session=session, suites=load_suites(SUITES))
+        linked = pending_row(engine)
+        with db.session_scope(sessions) as session:
+            waiting = enqueue_job(
+                session=session,
+                candidate=candidate(session, "bbbbbbb"),
+                case=session.scalars(select(Case).where(Case.slug == "qwen-image-t2i-1024")).one(),
+                hardware=session.scalars(select(HardwareKind).where(HardwareKind.name == "H200")).one(),
+                reason=JobReason.EVIDENCE,
+            ).job
+            session.add(EvidenceJob(job_id=waiting.id, side=Arm.BASE))
+            waiting_id = waiting.id
+        db.downgrade(scratch_db_url, "0019")
+        db.upgrade(scratch_db_url)
+        with db.session_scope(sessions) as session:
+            rows = {row.job_id: row for row in session.scalars(select(EvidenceJob))}
+            assert rows[linked].recorded_at is not None
+            assert rows[linked].summarized_at == rows[linked].recorded_at
+            assert rows[waiting_id].summarized_at is None
+            assert rows[waiting_id].run_id is None
     finally:
         engine.dispose()

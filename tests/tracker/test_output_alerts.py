@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
@@ -16,11 +17,13 @@ from tests.tracker.output_bench import (
     changed,
     drain_with_outputs,
     linear_history,
+    output_of,
 )
 from tracker.diagnosis.facts import Finding, FindingKind, OutputFact
 from tracker.diagnosis.loading import alert_diagnoses
 from tracker.diagnosis.output_rule import output_finding, with_output
-from tracker.models import Alert, Commit, Direction, Job, JobReason, Metric
+from tracker.models import Alert, Commit, Direction, Job, JobReason, Metric, Run
+from tracker.outputs.storing import insert_outputs
 from tracker.queue.jobs import enqueue_job
 from tracker.vcs.commits import ensure_candidate
 from tracker.workflows.reactions import evaluate_and_bisect
@@ -106,6 +109,38 @@ def test_a_commit_without_output_is_skipped_for_the_one_before_it(session: Sessi
     assert alert.last_good_commit is not None
     assert alert.last_good_commit.sha == commits[1].sha
     assert alert.first_bad_commit.sha == commits[3].sha
+
+
+def test_one_evaluation_loads_a_series_with_outputs_once(session: Session) -> None:
+    commits = linear_history(4)
+    bench = nightly_series(session, commits, list(range(4)), lambda index: None)
+    # The outputs arrive after the runs were evaluated: the evaluation counted below opens the alert.
+    changed = {commit.sha for commit in commits[2:]}
+    runs = session.scalars(select(Run).where(Run.case_id == bench.case.id)).all()
+    insert_outputs(
+        session, {run.id: output_of(AFTER if run.commit.sha in changed else BEFORE) for run in runs}
+    )
+    statements: list[str] = []
+
+    def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    engine = session.get_bind()
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        touched = evaluate_and_bisect(session=session, case=bench.case, hardware=bench.kind, now=bench.now)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert [alert.metric for alert in touched] == [Metric.OUTPUT]
+    assert touched[0].first_bad_commit.sha == commits[2].sha
+    reads = [
+        statement
+        for statement in statements
+        if statement.lstrip().upper().startswith("SELECT") and re.search(r"\b(FROM|JOIN) runs\b", statement)
+    ]
+    # The series load (speed detection and the output check share it) and the probe for any output.
+    assert sum("runs.denoise_step_ms" in statement for statement in reads) == 1
+    assert len(reads) == 2
 
 
 def test_no_alert_when_the_first_bad_commit_s_runs_disagree(

@@ -1,6 +1,7 @@
 """Evidence where people read it: the alert's ``diagnosis`` gains ``graph_break`` and ``operator``
 findings once the culprit's evidence runs are stored; the run page says what the run is evidence
-for and lists its files, and a trace downloads as the gzipped Chrome trace it is."""
+for and lists its files (and, until the run is read after its upload, that it is being read), and a
+trace downloads as the gzipped Chrome trace it is; the upload route reads the run after its answer."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
 from tests.tracker.diagnosis_runs import BAD_LOG, GRAPH_BREAK_FACTOR, WHOLE_GRAPH, Shape, history
-from tests.tracker.evidence_runs import EVIDENCE, TRACE_NAME, drain
-from tracker.models import Alert, Arm, BisectionState, EvidenceJob, Run
+from tests.tracker.evidence_runs import EVIDENCE, TRACE_NAME, drain, evidence_upload
+from tests.tracker.test_evidence_reading import culprit_alert, upload_both
+from tracker.diagnosis.evidence_loading import summarize_pending_evidence
+from tracker.models import Alert, Arm, BisectionState, EvidenceJob, Run, utcnow
 from tracker.workflows.evidence import queue_culprit_evidence
 
 
@@ -65,3 +68,45 @@ def test_the_run_page_says_what_it_is_evidence_for_and_its_trace_downloads(
     assert answer.content == (EVIDENCE / "toy_culprit.trace.json.gz").read_bytes()
     assert "the commit before the culprit" in client.get(f"/runs/{runs[Arm.BASE].id}").text
     assert client.get(f"/runs/{culprit.id}/files/nothing.json.gz").status_code == 404
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_the_upload_route_reads_an_evidence_run_after_its_answer(
+    client: TestClient, session: Session, runner_token: str
+) -> None:
+    alert = culprit_alert(session)
+    session.commit()
+    runner = {"name": "h200-1", "hardware": "H200", "gpu_count": 8}
+    assert client.post("/api/v1/runners", json=runner, headers=auth(runner_token)).status_code == 200
+    for _ in range(2):
+        spec = client.post("/api/v1/runners/h200-1/claim", headers=auth(runner_token)).json()
+        assert spec["reason"] == "evidence"
+        side = session.scalars(select(EvidenceJob.side).where(EvidenceJob.job_id == spec["job_id"])).one()
+        body = evidence_upload(spec["attempt"], side).model_dump(mode="json", exclude_none=True)
+        stored = client.post(f"/api/v1/jobs/{spec['job_id']}/result", json=body, headers=auth(runner_token))
+        assert stored.status_code == 201, stored.text
+    # The test client runs the follow-ups before it returns: both runs are read by now.
+    session.expire_all()
+    links = session.scalars(select(EvidenceJob).where(EvidenceJob.alert_id == alert.id)).all()
+    assert len(links) == 2
+    assert all(link.summarized_at is not None and link.summary is not None for link in links)
+    kinds = [finding["kind"] for finding in client.get(f"/api/v1/alerts/{alert.id}").json()["diagnosis"]]
+    assert "graph_break" in kinds
+
+
+def test_the_run_page_says_an_evidence_run_is_being_read_until_it_is(
+    client: TestClient, session: Session
+) -> None:
+    culprit_alert(session)
+    links = upload_both(Bench(session))
+    session.commit()
+    page = f"/runs/{links[Arm.HEAD].run_id}"
+    assert 'id="evidence-pending"' in client.get(page).text
+    assert summarize_pending_evidence(session=session, now=utcnow()) == 2
+    session.commit()
+    html = client.get(page).text
+    assert 'id="evidence"' in html
+    assert 'id="evidence-pending"' not in html

@@ -1,17 +1,26 @@
 """A run's saved output: stored from an upload, shown on the run page and in the run's JSON, its
-reference PNGs served; a reference that does not decode is a 422 naming it, never a 500."""
+reference PNGs served; a reference that does not decode is a 422 naming it, never a 500. The run
+page checks the output against what the run is compared with: a comparison arm's against the other
+arm of its round, a series run's against the commit before it."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import io
+import re
 
 import numpy as np
 from fastapi.testclient import TestClient
 from PIL import Image
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from tests.factories import result_body
+from tests.tracker.output_pictures import picture
+from tests.tracker.test_comparison_outputs import by_arm, drive_with_outputs
+from tests.tracker.test_comparisons import compare, planted
+from tracker.models import Arm, Comparison, Job, Run
 
 DIGEST = "sha256:" + "5e" * 32
 
@@ -132,3 +141,70 @@ def test_the_run_page_says_how_the_output_compares_with_the_commit_before(
     changed = client.get(f"/runs/{third}").text
     assert '<p id="output-check" class="bad">output changed (PSNR ' in changed
     assert f'<a href="/runs/{second}">run {second} of 2222222 (the commit before)</a>' in changed
+
+
+def _arm_runs(session: Session, comparison: Comparison) -> dict[tuple[int | None, Arm | None], int]:
+    """The run of each (round, arm) of a comparison."""
+    rows = session.execute(
+        select(Job.comparison_round, Job.arm, Run.id)
+        .join(Run, Run.job_id == Job.id)
+        .where(Job.comparison_id == comparison.id)
+    ).all()
+    return {(round_number, arm): run_id for round_number, arm, run_id in rows}
+
+
+def _check_line(html: str) -> str:
+    """The run page's output-check paragraph."""
+    [line] = re.findall(r'<p id="output-check"[^>]*>.*?</p>', html)
+    return str(line)
+
+
+def test_an_arm_s_run_page_checks_its_output_against_the_other_arm_of_its_round(
+    client: TestClient, session: Session
+) -> None:
+    comparison = compare(session, rounds=2, pr_number=4242)
+    drive_with_outputs(session, planted(-10.0), by_arm(picture(), picture(change=25.0)))
+    [result] = comparison.results
+    assert result.output_psnr_db is not None
+    assert result.output_ssim is not None
+    changed = f"output changed (PSNR {result.output_psnr_db:.1f} dB, SSIM {result.output_ssim:.3f}; tolerance 40 dB)"
+    runs = _arm_runs(session, comparison)
+    assert len(runs) == 4
+    for round_number in (1, 2):
+        base, head = runs[round_number, Arm.BASE], runs[round_number, Arm.HEAD]
+        # Head's page: its output against its own round's base, the same check as the comparison's.
+        assert _check_line(client.get(f"/runs/{head}").text) == (
+            f'<p id="output-check" class="bad">{changed}, against '
+            f'<a href="/runs/{base}">base run {base} of comparison {comparison.id}</a></p>'
+        )
+        # Base's page: the same check (head's output against base's), naming the head run.
+        assert _check_line(client.get(f"/runs/{base}").text) == (
+            f'<p id="output-check" class="bad">{changed}, against '
+            f'<a href="/runs/{head}">head run {head} of comparison {comparison.id}</a></p>'
+        )
+
+
+def test_an_arm_whose_output_is_identical_to_the_other_arm_s_says_so(
+    client: TestClient, session: Session
+) -> None:
+    comparison = compare(session, rounds=2)
+    drive_with_outputs(session, planted(0.0), by_arm(picture(), picture()))
+    runs = _arm_runs(session, comparison)
+    base, head = runs[2, Arm.BASE], runs[2, Arm.HEAD]
+    assert _check_line(client.get(f"/runs/{head}").text) == (
+        '<p id="output-check" class="">output identical, against '
+        f'<a href="/runs/{base}">base run {base} of comparison {comparison.id}</a></p>'
+    )
+    assert "output identical, against " in _check_line(client.get(f"/runs/{base}").text)
+
+
+def test_an_arm_whose_other_arm_saved_no_output_shows_its_own_without_a_check(
+    client: TestClient, session: Session
+) -> None:
+    comparison = compare(session, rounds=1)
+    drive_with_outputs(session, planted(0.0), by_arm(picture(), None))
+    runs = _arm_runs(session, comparison)
+    base_page = client.get(f"/runs/{runs[1, Arm.BASE]}").text
+    assert f'<img src="/runs/{runs[1, Arm.BASE]}/output/0.png"' in base_page
+    assert 'id="output-check"' not in base_page  # nothing to compare with: no line, and no other run
+    assert 'id="output"' not in client.get(f"/runs/{runs[1, Arm.HEAD]}").text

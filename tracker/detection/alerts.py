@@ -53,7 +53,6 @@ from tracker.detection.alert_matching import (
     undone_alert,
 )
 from tracker.models import Alert, Case, HardwareKind, Metric
-from tracker.observability.metrics import timed_detection
 from tracker.series.state import (
     LOOKBACK_COMMITS,
     SeriesCommit,
@@ -86,7 +85,6 @@ AlertHook = Callable[[Alert], None]
 _Touched = tuple[Alert, bool]
 
 
-@timed_detection("series")
 def evaluate_series(
     *,
     session: Session,
@@ -94,14 +92,17 @@ def evaluate_series(
     hardware: HardwareKind,
     now: dt.datetime,
     on_confirmed: AlertHook | None = None,
+    commits: list[SeriesCommit] | None = None,
 ) -> list[Alert]:
     """Bring a series' alerts in line with what detection finds now; returns the alerts it touched.
 
     ``on_confirmed`` is called for every alert that opens as a real change in this call (imported
     results held over several runs): bisection starts there. Suspects are confirmed later, when
     their paired rounds are in (:func:`tracker.detection.confirmation.settle_confirmation`).
+    ``commits``: the series as :func:`load_series_runs` just loaded it, from a caller that checks
+    its outputs on the same load; loaded here when not given.
     """
-    commits, detection = detect_series(session=session, case=case, hardware=hardware)
+    commits, detection = detect_series(session=session, case=case, hardware=hardware, commits=commits)
     if detection is None:
         return []
     alerts = _alerts_of(session=session, case=case, hardware=hardware)

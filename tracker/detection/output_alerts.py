@@ -74,14 +74,18 @@ def evaluate_outputs(
     hardware: HardwareKind,
     now: dt.datetime,
     on_created: OutputAlertHook | None = None,
+    commits: Sequence[SeriesCommit] | None = None,
 ) -> list[Alert]:
     """Open an output alert for each change between consecutive commits with outputs; returns them.
 
     Idempotent: a change an output alert of the series already stands for opens nothing.
+    ``commits``: the series as :func:`tracker.series.state.load_series_runs` loaded it for speed
+    detection (one load serves both); loaded here when not given, and only if any run saved an output.
     """
     if not series_has_outputs(session, case_id=case.id, hardware_kind_id=hardware.id):
         return []
-    commits = load_series_runs(session=session, case=case, hardware=hardware)
+    if commits is None:
+        commits = load_series_runs(session=session, case=case, hardware=hardware)
     outputs = newest_outputs(session, [run.run_id for entry in commits for run in entry.runs])
     sides = output_sides(commits, outputs)
     if len(sides) < 2:

@@ -1,6 +1,6 @@
 """What an evidence run showed, and what a diagnosis says of it (pure).
 
-An evidence run is read once, when it is stored, into a small summary (:func:`summarize`): its
+An evidence run is read once, after it is stored, into a small summary (:func:`summarize`): its
 distinct graph breaks (from the ``TORCH_LOGS=graph_breaks`` records in its log) and each
 operator's self time per profiled step (from its trace). :func:`evidence_findings` compares the
 summaries of the two sides: the graph breaks that are new on the culprit's side

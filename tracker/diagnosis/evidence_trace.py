@@ -9,9 +9,9 @@ children, so their self time is their duration. The profiled steps are the trace
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +20,9 @@ from tracker.errors import PerftrackError
 
 OPERATOR_CATEGORIES = frozenset({"cpu_op", "kernel", "gpu_memcpy", "gpu_memset", "user_annotation"})
 STEP_PREFIX = "ProfilerStep#"
+# A trace gzips ~10-20x (its names repeat); an upload holds at most 4 MiB of it. Unpacked beyond
+# this it is not a profile of three steps but a gzip bomb, refused before it fills the memory.
+MAX_TRACE_BYTES = 256 * 1024 * 1024
 # Names that carry a run's own ids (compile ids, graph hashes): one name across runs.
 _RENAMES = (
     (re.compile(r"^Torch-Compiled Region: \d+/\d+$"), "Torch-Compiled Region"),
@@ -53,10 +56,7 @@ class OperatorTimes:
 def read_trace(content: bytes) -> list[Span]:
     """The complete events of a Chrome trace, gzipped or not (:class:`TraceError` otherwise)."""
     if content[:2] == b"\x1f\x8b":
-        try:
-            content = gzip.decompress(content)
-        except (OSError, EOFError) as error:
-            raise TraceError(f"not a gzip file: {error}") from None
+        content = _gunzip(content, MAX_TRACE_BYTES)
     try:
         document = json.loads(content)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -65,6 +65,20 @@ def read_trace(content: bytes) -> list[Span]:
     if not isinstance(events, list):
         raise TraceError("no traceEvents list")
     return [span for event in events if (span := _span(event)) is not None]
+
+
+def _gunzip(content: bytes, limit: int) -> bytes:
+    """``content`` unpacked, refused (:class:`TraceError`) when corrupt or over ``limit`` bytes."""
+    unpacker = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)  # gzip framing
+    try:
+        unpacked = unpacker.decompress(content, limit + 1)
+    except zlib.error as error:  # corrupt inside
+        raise TraceError(f"not a gzip file: {error}") from None
+    if len(unpacked) > limit:
+        raise TraceError(f"over {limit // (1024 * 1024)} MiB unpacked")
+    if not unpacker.eof:
+        raise TraceError("not a gzip file: truncated")
+    return unpacked
 
 
 def _span(event: Any) -> Span | None:

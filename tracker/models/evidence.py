@@ -25,6 +25,8 @@ class EvidenceJob(Base):
 
     ``side`` is ``base`` for the last good commit (or a comparison's base), ``head`` for the culprit
     (or the comparison's head). Exactly one of ``alert_id`` and ``comparison_result_id`` is set.
+    An upload only links its run (``run_id``, ``recorded_at``); the run is read after the answer
+    (``summarized_at``; ``summary`` stays NULL for a failed run or one nothing could read).
     """
 
     __tablename__ = "evidence_jobs"
@@ -49,7 +51,12 @@ class EvidenceJob(Base):
         comment="read from the run: graph breaks [{site, reason}], per-operator self time ms/step, steps",
     )
     recorded_at: Mapped[dt.datetime | None] = mapped_column(
-        UTCDateTime(), comment="when the run was read, UTC"
+        UTCDateTime(), comment="when the run was stored and linked here, UTC"
+    )
+    summarized_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(),
+        index=True,
+        comment="when the run was read into summary, UTC; NULL with run_id set: waiting to be read",
     )
     created_at: Mapped[created_at]
 

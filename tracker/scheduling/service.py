@@ -7,8 +7,8 @@ schedule's name): a restart or a new leader finds them with their next fire time
 neither lost nor doubled. A job already stored with the same trigger is kept as it is (re-adding
 it would move its next fire time past a fire missed while no leader ran); on start the scheduler
 runs such a missed fire once (``coalesce``) when it is no older than ``misfire_grace``.
-The interval tasks (lease expiry, detection sweep, GitHub deliveries and outbox, calibrations)
-live in memory.
+The interval tasks (lease expiry, detection sweep, evidence runs to read, GitHub deliveries and
+outbox, calibrations) live in memory.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from tracker.scheduling.report import report_finished_nightlies
 from tracker.settings import Settings, TrackingIssue
 from tracker.vcs.branch_head import BranchResolver, ls_remote_head
 from tracker.vcs.history import GitHistory
-from tracker.workflows import bisections, reactions
+from tracker.workflows import bisections, evidence_reading, reactions
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.sweep import sweep
 
@@ -256,6 +256,7 @@ class SchedulerService:
             ("detection-sweep", self.detection_sweep, self.sweep_interval_s),
             ("pending-detection", self.evaluate_pending, PENDING_INTERVAL_S),
             ("bisections", self.start_bisections, PENDING_INTERVAL_S),
+            ("evidence", self.summarize_evidence, PENDING_INTERVAL_S),
             ("nightly-report", self.report_nightlies, self.sweep_interval_s),
             ("github-deliveries", self.process_deliveries, PENDING_INTERVAL_S),
             ("github-outbox", self.flush_outbox, min(self.sweep_interval_s, 30.0)),
@@ -326,6 +327,12 @@ class SchedulerService:
         while git runs); returns how many started or were found unavailable."""
         return bisections.start_queued(sessions=self.sessions, history=self.history, clock=self.clock)
 
+    def summarize_evidence(self) -> int:
+        """Read the evidence runs uploads linked and no follow-up read; returns how many were stored."""
+        return evidence_reading.summarize_pending(
+            sessions=self.sessions, read_sessions=self.read_sessions, clock=self.clock
+        )
+
     def github_client(self) -> GithubClient | None:
         """The GitHub client the settings describe (made once); ``None`` without credentials."""
         if self._github is None and self.settings is not None:
@@ -381,6 +388,7 @@ class SchedulerService:
         if self.periodic:
             self.expire_leases()
             self.evaluate_pending()
+            self.summarize_evidence()
             self.detection_sweep()
             self.report_nightlies()
             self.process_deliveries()

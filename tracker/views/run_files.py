@@ -14,11 +14,12 @@ from tracker.models import Arm, ComparisonResult, EvidenceJob, RunFile
 @dataclass(frozen=True)
 class EvidenceFor:
     """What an evidence run shows: an alert's culprit (or the commit before it), or a comparison
-    result's regression (its base or its head)."""
+    result's regression (its base or its head), and whether its run is still being read."""
 
     side: Arm
     alert_id: int | None
     comparison_id: int | None
+    being_read: bool = False  # linked, its log and trace not summarised yet (read after the upload)
 
 
 def run_files(*, session: Session, run_id: int) -> list[RunFile]:
@@ -44,4 +45,9 @@ def evidence_of_job(*, session: Session, job_id: int | None) -> EvidenceFor | No
     if link is None:
         return None
     result = session.get(ComparisonResult, link.comparison_result_id) if link.comparison_result_id else None
-    return EvidenceFor(link.side, link.alert_id, result.comparison_id if result is not None else None)
+    return EvidenceFor(
+        link.side,
+        link.alert_id,
+        result.comparison_id if result is not None else None,
+        being_read=link.run_id is not None and link.summarized_at is None,
+    )

@@ -6,8 +6,8 @@ The two sides are the culprit and the commit just before it on the bisected rang
 last good commit when the culprit is the first after it), or a comparison's base and head. Each
 evidence job (:attr:`JobReason.EVIDENCE`) carries an :class:`~tracker.models.EvidenceJob` row that
 says what it is evidence for; the runner profiles such a job, ingest marks its run excluded (it
-measures nothing), and :func:`tracker.diagnosis.evidence_loading.record_evidence_run` reads it
-when it is stored. Queuing is idempotent: calling again after every bisection move is safe.
+measures nothing), the upload links it to its row, and :mod:`tracker.workflows.evidence_reading`
+reads it after the answer. Queuing is idempotent: calling again after every bisection move is safe.
 """
 
 from __future__ import annotations

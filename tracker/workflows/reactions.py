@@ -5,7 +5,8 @@ a flagged run is measured again;
 a comparison's arm advances its comparison; a run on a series (nightly, confirm, bisect, manual,
 import) feeds change detection, and a bisect job's result moves its bisection on. A culprit named,
 or a PR result found a regression, queues the evidence runs (:mod:`tracker.workflows.evidence`);
-an evidence run is read for the diagnosis and feeds nothing else.
+an evidence run is linked to its evidence row, read for the diagnosis after the answer
+(:mod:`tracker.workflows.evidence_reading`), and feeds nothing else.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from tracker.comparisons.progress import comparison_job_ended, record_comparison_job
 from tracker.detection import bisection
-from tracker.detection.alerts import evaluate_series
+from tracker.detection.alerts import evaluate_series, load_series_runs
 from tracker.detection.confirmation import settle_confirmation
 from tracker.detection.output_alerts import evaluate_outputs
-from tracker.diagnosis.evidence_loading import record_evidence_run
+from tracker.diagnosis.evidence_loading import link_evidence_run
 from tracker.github import status as github_status
 from tracker.models import (
     Alert,
@@ -33,6 +34,7 @@ from tracker.models import (
     JobReason,
     Run,
 )
+from tracker.observability.metrics import timed_detection
 from tracker.series import pending
 from tracker.workflows.evidence import queue_culprit_evidence, queue_regression_evidence
 from tracker.workflows.reruns import requeue_if_flagged
@@ -54,7 +56,7 @@ def after_job_run(
     ``defer``: only mark the series for the scheduler's next evaluation (``tracker.series.pending``).
     """
     if job.reason is JobReason.EVIDENCE:  # profiled: read for the diagnosis, never re-run or a point
-        record_evidence_run(session=session, job=job, run=run, now=now)
+        link_evidence_run(session=session, job=job, run=run, now=now)  # read after the answer
         return
     requeue_if_flagged(session=session, job=job, run=run, now=now)
     if job.comparison_id is not None:
@@ -118,6 +120,7 @@ def evaluate_pending_series(*, session: Session, now: dt.datetime) -> list[Alert
     )
 
 
+@timed_detection("series")  # the load, speed and output detection of one series
 def evaluate_and_bisect(
     *, session: Session, case: Case, hardware: HardwareKind, now: dt.datetime
 ) -> list[Alert]:
@@ -132,9 +135,15 @@ def evaluate_and_bisect(
         bisection.start_bisection(session=session, alert=alert, now=now)
         queue_culprit_evidence(session=session, alert=alert)
 
-    touched = evaluate_series(session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect)
+    # One load of the series serves both: its times and its outputs are read from the same runs.
+    commits = load_series_runs(session=session, case=case, hardware=hardware)
+    touched = evaluate_series(
+        session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect, commits=commits
+    )
     # An output change needs no confirmation (a seeded run is deterministic): bisected at once.
-    touched += evaluate_outputs(session=session, case=case, hardware=hardware, now=now, on_created=bisect)
+    touched += evaluate_outputs(
+        session=session, case=case, hardware=hardware, now=now, on_created=bisect, commits=commits
+    )
     return touched
 
 

@@ -144,6 +144,7 @@ def upload_results(
     items = store_job_results(session=session, runner=owner, uploads=uploads, limits=limits)
     session.commit()
     follow_ups.start_bisections()
+    follow_ups.summarize_evidence()  # the evidence runs among them: their traces, read after the answer
     return batch_out(request, items, job_ids_sent(body.results))
 
 
@@ -223,6 +224,7 @@ def upload_result(
     outcome = store_job_result(session=session, runner=owner, job_id=job_id, result=body, limits=limits)
     session.commit()
     follow_ups.start_bisections()
+    follow_ups.summarize_evidence()  # an evidence run's trace is read after the answer, never in it
     if not outcome.created:
         response.status_code = status.HTTP_200_OK
     run = outcome.run

@@ -1,0 +1,234 @@
+"""Evidence runs are read after the upload, not in it: the upload links the run and leaves its row
+pending; the pending pass reads the log and trace into the summary once; a trace nothing can read
+is logged and marked, never read again; the scheduler and the housekeeper take what is left."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import logging
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.factories import job_result
+from tests.tracker.bench import LIMITS, Bench
+from tests.tracker.diagnosis_runs import BAD_LOG, GRAPH_BREAK_FACTOR, WHOLE_GRAPH, Shape, history
+from tests.tracker.evidence_runs import EVIDENCE, TRACE_NAME, evidence_upload
+from tests.tracker.test_housekeeping import scratch_engine  # noqa: F401 (the fixture)
+from tests.tracker.test_jobs import candidate, runner
+from tests.tracker.test_scheduling import make_leader
+from tracker import db
+from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.diagnosis.evidence_loading import pending_evidence, summarize_pending_evidence
+from tracker.diagnosis.facts import FindingKind
+from tracker.diagnosis.loading import alert_diagnosis
+from tracker.models import Alert, Arm, BisectionState, EvidenceJob, JobReason, utcnow
+from tracker.queue.jobs import enqueue_job
+from tracker.scheduling.housekeeping import Chores, Housekeeper
+from tracker.scheduling.service import PERIODIC_STORE, SchedulerService
+from tracker.views.run_files import evidence_of_job
+from tracker.workflows import jobs as workflow_jobs
+from tracker.workflows.evidence import queue_culprit_evidence
+from tracker.workflows.evidence_reading import summarize_pending
+from tracker.workflows.results import store_job_result
+from wire import JobResultIn
+from wire.files import FileIn
+
+CORRUPT_GZIP = bytearray((EVIDENCE / "toy_culprit.trace.json.gz").read_bytes())
+CORRUPT_GZIP[40:60] = b"\xff" * 20  # the gzip header is intact, the deflate stream is not
+TOO_DEEP = gzip.compress(b"[" * 100_000)  # gunzips, then defeats the JSON reader (RecursionError)
+
+
+def culprit_alert(session: Session) -> Alert:
+    """An alert whose culprit is named, its two evidence jobs queued."""
+    good = Shape(compile=WHOLE_GRAPH)
+    broken = Shape(steady=GRAPH_BREAK_FACTOR, compile={**WHOLE_GRAPH, "graph_breaks": 3}, log=BAD_LOG)
+    history(session, [good, good, broken])
+    alert = session.scalars(select(Alert)).one()
+    alert.culprit_commit = alert.first_bad_commit  # adjacent commits: the first bad one is the culprit
+    alert.bisection_state = BisectionState.NOT_NEEDED
+    assert len(queue_culprit_evidence(session=session, alert=alert)) == 2
+    return alert
+
+
+def upload_both(bench: Bench, uploads: dict[Arm, bytes | None] | None = None) -> dict[Arm, EvidenceJob]:
+    """Claim and upload both sides' evidence jobs as the upload route does (nothing is read after);
+    ``uploads`` replaces a side's trace (``None``: a failed run)."""
+    links: dict[Arm, EvidenceJob] = {}
+    for _ in range(2):
+        bench.now += dt.timedelta(minutes=1)
+        job = workflow_jobs.claim(session=bench.session, runner=bench.runner, now=bench.now)
+        assert job is not None
+        assert job.reason is JobReason.EVIDENCE
+        link = bench.session.get(EvidenceJob, job.id)
+        assert link is not None
+        result = evidence_upload(job.attempts, link.side)
+        if uploads is not None and link.side in uploads:
+            result = replaced(result, uploads[link.side])
+        store_job_result(
+            session=bench.session,
+            runner=bench.runner,
+            job_id=job.id,
+            result=result,
+            limits=LIMITS,
+            now=bench.now,
+        )
+        links[link.side] = link
+    return links
+
+
+def replaced(result: JobResultIn, trace: bytes | None) -> JobResultIn:
+    if trace is None:
+        return job_result(
+            result.attempt, status="failed", failure_reason="out of memory", raw_log=result.raw_log
+        )
+    files = [FileIn.of_bytes(TRACE_NAME, trace).model_dump()]
+    return JobResultIn.model_validate({**result.model_dump(), "files": files})
+
+
+def sql_null_summaries(session: Session) -> set[int]:
+    """The rows whose summary is SQL NULL (a JSON ``null`` would count as a summary)."""
+    return set(session.scalars(select(EvidenceJob.job_id).where(EvidenceJob.summary.is_(None))))
+
+
+def test_an_upload_only_links_its_run_and_the_pending_pass_reads_it_once(session: Session) -> None:
+    alert = culprit_alert(session)
+    bench = Bench(session)
+    links = upload_both(bench)
+    uploaded_at = bench.now
+    assert all(link.run_id is not None and link.recorded_at is not None for link in links.values())
+    assert all(link.summary is None and link.summarized_at is None for link in links.values())
+    assert pending_evidence(session=session) == sorted(link.job_id for link in links.values())
+    # Pending: the diagnosis says what the measurements say, and the run page says it is being read.
+    kinds = [finding.kind for finding in alert_diagnosis(session=session, alert=alert)]
+    assert FindingKind.GRAPH_BREAK not in kinds
+    assert FindingKind.OPERATOR not in kinds
+    shown = evidence_of_job(session=session, job_id=links[Arm.HEAD].job_id)
+    assert shown is not None
+    assert shown.being_read
+
+    later = uploaded_at + dt.timedelta(seconds=5)
+    assert summarize_pending_evidence(session=session, now=later) == 2
+    for link in links.values():
+        session.refresh(link)
+        assert link.summarized_at == later
+        assert link.recorded_at is not None
+        assert link.recorded_at <= uploaded_at
+        assert link.summary is not None
+        assert link.summary["trace_error"] is None
+    assert pending_evidence(session=session) == []
+    assert summarize_pending_evidence(session=session, now=later) == 0  # once
+    kinds = [finding.kind for finding in alert_diagnosis(session=session, alert=alert)]
+    assert FindingKind.GRAPH_BREAK in kinds
+    assert FindingKind.OPERATOR in kinds
+    shown = evidence_of_job(session=session, job_id=links[Arm.HEAD].job_id)
+    assert shown is not None
+    assert not shown.being_read
+
+
+def test_a_failed_evidence_run_is_marked_read_without_a_summary(session: Session) -> None:
+    culprit_alert(session)
+    links = upload_both(Bench(session), {Arm.BASE: None})
+    assert summarize_pending_evidence(session=session, now=utcnow()) == 2
+    base, head = links[Arm.BASE], links[Arm.HEAD]
+    session.refresh(base)
+    assert base.summarized_at is not None
+    assert sql_null_summaries(session) == {base.job_id}
+    assert head.summary is not None
+    assert pending_evidence(session=session) == []
+
+
+def test_corrupt_traces_are_logged_and_marked_and_never_read_again(
+    session: Session, sessions: sessionmaker[Session], caplog: pytest.LogCaptureFixture
+) -> None:
+    alert = culprit_alert(session)
+    links = upload_both(Bench(session), {Arm.BASE: bytes(CORRUPT_GZIP), Arm.HEAD: TOO_DEEP})
+    session.flush()
+    with caplog.at_level(logging.WARNING, logger="tracker.diagnosis.evidence_loading"):
+        # As the service does it: a session per step, no transaction held while a trace is parsed.
+        assert summarize_pending(sessions=sessions) == 2
+    base, head = links[Arm.BASE], links[Arm.HEAD]
+    session.expire_all()
+    assert base.summarized_at is not None
+    assert head.summarized_at is not None
+    # A gzip stream broken inside: read as far as the log goes, the trace's error kept.
+    assert base.summary is not None
+    assert base.summary["trace_error"].startswith("not a gzip file: ")
+    assert base.summary["operators_ms_per_step"] is None
+    assert base.summary["graph_breaks"] == []  # the good side's log has none
+    # A trace no reader survives: no summary, logged with its traceback.
+    assert sql_null_summaries(session) == {head.job_id}
+    messages = [record.getMessage() for record in caplog.records]
+    assert any(f"job {base.job_id}): trace not read: not a gzip file" in message for message in messages)
+    failed = [
+        record for record in caplog.records if f"job {head.job_id}) could not be read" in record.getMessage()
+    ]
+    assert len(failed) == 1
+    assert failed[0].exc_info is not None
+    assert failed[0].exc_info[0] is RecursionError
+    caplog.clear()
+    assert summarize_pending(sessions=sessions) == 0  # marked: not tried again
+    assert caplog.records == []
+    kinds = [finding.kind for finding in alert_diagnosis(session=session, alert=alert)]
+    assert FindingKind.GRAPH_BREAK not in kinds  # one side without evidence: nothing compared
+    assert FindingKind.OPERATOR not in kinds
+
+
+def pending_row(engine: Engine) -> int:
+    """A committed evidence job whose run is uploaded and not read yet; its job id."""
+    with db.session_scope(db.make_session_factory(engine)) as session:
+        case = get_current_case(session=session, slug="qwen-image-t2i-1024")
+        kind = get_hardware_kind(session=session, name="H200")
+        job = enqueue_job(
+            session=session,
+            candidate=candidate(session, "aaaaaaa"),
+            case=case,
+            hardware=kind,
+            reason=JobReason.EVIDENCE,
+        ).job
+        session.add(EvidenceJob(job_id=job.id, side=Arm.HEAD))
+        agent = runner(session)
+        now = utcnow()
+        assert workflow_jobs.claim(session=session, runner=agent, now=now) is job
+        upload = evidence_upload(job.attempts, Arm.HEAD)
+        store_job_result(session=session, runner=agent, job_id=job.id, result=upload, limits=LIMITS, now=now)
+        assert pending_evidence(session=session) == [job.id]
+        return job.id
+
+
+def read_summary(engine: Engine, job_id: int) -> EvidenceJob:
+    with db.session_scope(db.make_session_factory(engine)) as session:
+        link = session.get(EvidenceJob, job_id)
+        assert link is not None
+        return link
+
+
+def test_the_housekeeper_reads_what_the_uploads_left(scratch_engine: Engine) -> None:  # noqa: F811
+    job_id = pending_row(scratch_engine)
+    assert Housekeeper(scratch_engine).tick() == Chores(expired=0, touched=0, summarized=1)
+    link = read_summary(scratch_engine, job_id)
+    assert link.summarized_at is not None
+    assert link.summary is not None
+    assert link.summary["graph_breaks"]
+    assert Housekeeper(scratch_engine).tick() == Chores(0, 0, 0)
+
+
+def test_the_scheduler_reads_what_the_uploads_left(scratch_engine: Engine, tmp_path: Path) -> None:  # noqa: F811
+    job_id = pending_row(scratch_engine)
+    service = SchedulerService(
+        engine=scratch_engine, schedules=[], leader=make_leader(scratch_engine, tmp_path), retry_s=0.1
+    )
+    service.step()  # leads: the periodic tasks are registered
+    try:
+        assert service.scheduler is not None
+        task = service.scheduler.get_job("evidence", jobstore=PERIODIC_STORE)
+        assert task is not None
+        assert task.func == service.summarize_evidence
+    finally:
+        service.stop()
+    assert service.summarize_evidence() == 1
+    assert read_summary(scratch_engine, job_id).summary is not None
+    assert service.summarize_evidence() == 0
