@@ -59,7 +59,7 @@ def _summarize_evidence(state: AppState) -> None:
         logger.exception("reading evidence runs after the answer failed")
 
 
-def get_follow_ups(
+async def get_follow_ups(
     background: BackgroundTasks, state: Annotated[AppState, Depends(get_state)], history: HistoryDep
 ) -> FollowUps:
     """The request's follow-ups."""

@@ -14,7 +14,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from tracker.errors import AuthError, Conflict, Forbidden, InvalidInput, NotFound
@@ -76,6 +76,14 @@ def authenticate(*, session: Session, secret: str | None, required: TokenRole) -
     return _checked(session.scalar(select(ApiToken).where(ApiToken.token_hash == digest)), digest, required)
 
 
+# Built once: every claim asks it.
+_TOKEN_WITH_RUNNER = (
+    select(ApiToken, Runner)
+    .outerjoin(Runner, Runner.token_id == ApiToken.id)
+    .where(ApiToken.token_hash == bindparam("p_hash"))
+)
+
+
 def authenticate_with_runner(*, session: Session, secret: str | None) -> tuple[ApiToken, Runner | None]:
     """As :func:`authenticate` for a runner token, with the runner it is bound to, in one query.
 
@@ -83,11 +91,7 @@ def authenticate_with_runner(*, session: Session, secret: str | None) -> tuple[A
     together saves one, and a session of its own saves three more.
     """
     digest = _digest(secret)
-    row = session.execute(
-        select(ApiToken, Runner)
-        .outerjoin(Runner, Runner.token_id == ApiToken.id)
-        .where(ApiToken.token_hash == digest)
-    ).first()
+    row = session.execute(_TOKEN_WITH_RUNNER, {"p_hash": digest}).first()
     token, runner = (row[0], row[1]) if row is not None else (None, None)
     return _checked(token, digest, TokenRole.RUNNER), runner
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from tracker.catalog.suites import ResolvedCase, Suite
@@ -182,18 +182,20 @@ def _sync_carried(
     session.flush()
 
 
+# Built once: every claim asks it (bound per call, its cache key computed once).
+_CARRIED = (
+    select(CarriedPatch)
+    .where(
+        CarriedPatch.repository_id == bindparam("p_repository"),
+        (CarriedPatch.hardware_kind_id == bindparam("p_kind")) | CarriedPatch.hardware_kind_id.is_(None),
+    )
+    .order_by(CarriedPatch.position, CarriedPatch.id)
+)
+
+
 def carried_patches_for(*, session: Session, repository_id: int, hardware_kind_id: int) -> list[CarriedPatch]:
     """Patches a candidate of this repository on this hardware kind must carry, in order."""
-    return list(
-        session.scalars(
-            select(CarriedPatch)
-            .where(
-                CarriedPatch.repository_id == repository_id,
-                (CarriedPatch.hardware_kind_id == hardware_kind_id) | CarriedPatch.hardware_kind_id.is_(None),
-            )
-            .order_by(CarriedPatch.position, CarriedPatch.id)
-        )
-    )
+    return list(session.scalars(_CARRIED, {"p_repository": repository_id, "p_kind": hardware_kind_id}))
 
 
 def _hardware_of(case: Case) -> dict[str, float | None]:

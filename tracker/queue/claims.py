@@ -14,7 +14,7 @@ import datetime as dt
 from sqlalchemy import Update, bindparam, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased, joinedload
 
-from tracker.models import Candidate, Commit, Comparison, Job, JobState, Runner, utcnow
+from tracker.models import Candidate, Case, Commit, Comparison, Job, JobState, Runner, utcnow
 from tracker.queue.jobs import DEFAULT_LEASE, PIN_STALE_AFTER, PINNED_KINDS
 
 # How precisely a claim records when its runner was last heard from (online status: 2 minutes;
@@ -25,7 +25,8 @@ HEARD_PRECISION = dt.timedelta(seconds=5)
 def _lease_statement() -> Update:
     """``UPDATE jobs ... WHERE id = (next job for the runner, locked, skipping locked) RETURNING``.
 
-    Built once (its parameters are bound per claim), so a claim costs no statement building.
+    Built once (its parameters are bound per claim), so a claim costs no statement building, and
+    its cache key is computed once (as for the other statements a claim runs, below).
     """
     candidate = aliased(Job)
     pinned_elsewhere = exists(
@@ -66,6 +67,29 @@ def _lease_statement() -> Update:
 
 
 _LEASE = _lease_statement()
+# What the claim answer shows, in one query rather than one lazy load per relation (a candidate's
+# few patches joined too: a second query would be a round trip more per claim). A case's
+# per-hardware thresholds (selectin by default) are not part of the answer: left unloaded.
+_ANSWER = (
+    select(Job)
+    .where(Job.id == bindparam("p_job"))
+    .options(
+        joinedload(Job.case).lazyload(Case.hardware),
+        joinedload(Job.hardware_kind),
+        joinedload(Job.candidate).joinedload(Candidate.base_commit).joinedload(Commit.repository),
+        joinedload(Job.candidate).joinedload(Candidate.patches),
+    )
+    .execution_options(populate_existing=True)
+)
+_CLAIMABLE = (
+    select(Job.id)
+    .where(
+        Job.state == JobState.QUEUED,
+        Job.hardware_kind_id == bindparam("p_kind"),
+        Job.num_gpus <= bindparam("p_gpus"),
+    )
+    .limit(1)
+)
 
 
 def claim_job(
@@ -83,54 +107,36 @@ def claim_job(
     if last is None or abs(now - last) >= HEARD_PRECISION:
         runner.last_heartbeat_at = now  # not on every claim: a runner polling hard need not write each time
     session.flush()
-    taken = session.execute(
-        _LEASE,
-        {
-            "p_runner": runner.id,
-            "p_kind": runner.hardware_kind_id,
-            "p_gpus": runner.gpu_count,
-            "p_stale_before": now - PIN_STALE_AFTER,
-            "p_now": now,
-            "p_expires": now + lease,
-        },
-    ).first()
+    # On the session's connection, as plain SQL: the ORM's bulk-update bookkeeping has nothing to
+    # do for a statement that synchronises no loaded object.
+    taken = (
+        session.connection()
+        .execute(
+            _LEASE,
+            {
+                "p_runner": runner.id,
+                "p_kind": runner.hardware_kind_id,
+                "p_gpus": runner.gpu_count,
+                "p_stale_before": now - PIN_STALE_AFTER,
+                "p_now": now,
+                "p_expires": now + lease,
+            },
+        )
+        .first()
+    )
     if taken is None:
         return None
     job_id, comparison_id = taken
     if comparison_id is not None:
         _pin(session=session, comparison_id=comparison_id, runner=runner)
     session.flush()
-    # What the claim answer shows, in one query rather than one lazy load per relation (a
-    # candidate's few patches joined too: a second query would be a round trip more per claim).
-    return (
-        session.scalars(
-            select(Job)
-            .where(Job.id == job_id)
-            .options(
-                joinedload(Job.case),
-                joinedload(Job.hardware_kind),
-                joinedload(Job.candidate).joinedload(Candidate.base_commit).joinedload(Commit.repository),
-                joinedload(Job.candidate).joinedload(Candidate.patches),
-            )
-            .execution_options(populate_existing=True)
-        )
-        .unique()
-        .one()
-    )
+    return session.scalars(_ANSWER, {"p_job": job_id}).unique().one()
 
 
 def claimable(*, session: Session, hardware_kind_id: int, gpu_count: int) -> bool:
     """Whether a queued job of this kind needing at most ``gpu_count`` GPUs waits (read-only; a claim
     may still find it pinned to another runner, or taken)."""
-    found = session.scalar(
-        select(Job.id)
-        .where(
-            Job.state == JobState.QUEUED,
-            Job.hardware_kind_id == hardware_kind_id,
-            Job.num_gpus <= gpu_count,
-        )
-        .limit(1)
-    )
+    found = session.scalar(_CLAIMABLE, {"p_kind": hardware_kind_id, "p_gpus": gpu_count})
     return found is not None
 
 
