@@ -24,6 +24,7 @@ from benchmarks.scale.claims import (
     queue_jobs,
     register_fleet,
     run_queue_down,
+    server_cpu_s,
     summary,
 )
 from benchmarks.scale.generate import START, GenerateReport, ScaleConfig, generate
@@ -145,13 +146,20 @@ def measure_fleet(
     )
     claims = ClaimFigures()
     night = queue_jobs(url, config, args.claim_jobs, config.nights + 1000)
+    cpu_before = server_cpu_s(server.pid)
     claims.paced_elapsed_s, claims.paced_answers = run_queue_down(
         fleet, args.job_seconds, claims, claims.paced_ms
     )
+    paced_cpu_s = server_cpu_s(server.pid) - cpu_before
     night = queue_jobs(url, config, args.claim_jobs, night)
+    cpu_before = server_cpu_s(server.pid)
     claims.burst_elapsed_s, claims.burst_answers = run_queue_down(
         fleet, 0.0, claims, claims.burst_ms, processes=args.client_processes
     )
+    burst_cpu_s = server_cpu_s(server.pid) - cpu_before
+    # Server CPU (both processes) per claim answered: what a claim costs, whatever the queueing.
+    figures.claim_cpu_ms = 1000 * paced_cpu_s / max(claims.paced_answers, 1)
+    figures.burst_claim_cpu_ms = 1000 * burst_cpu_s / max(claims.burst_answers, 1)
     case = case_shapes(config.cases)[0].slug
     idle_then_wake(fleet, case, server.pid, args.idle_seconds, args.wakes, claims)
     figures.claim_runners, figures.claim_job_s = len(fleet.runners), args.job_seconds

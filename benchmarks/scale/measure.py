@@ -58,6 +58,8 @@ class Measurements:
     burst_claim_p50_ms: float = 0.0  # back to back, no job time
     burst_claim_p95_ms: float = 0.0
     burst_claims_per_s: float = 0.0
+    claim_cpu_ms: float = 0.0  # server processes' CPU per claim answered, paced
+    burst_claim_cpu_ms: float = 0.0  # the same, back to back
     idle_claims_per_s: float = 0.0  # every runner long-polling an empty queue
     idle_server_cpu_pct: float = 0.0  # of one core, server processes together
     idle_jobs_claimed: int = 0  # jobs handed out in the idle window (none queued: should be 0)

@@ -91,6 +91,13 @@ def format_table(
     )
     rows.append(
         (
+            "  server CPU per claim (ms), paced / back to back",
+            [f"{m.claim_cpu_ms:.1f} / {m.burst_claim_cpu_ms:.1f}" for m in results],
+            "",
+        )
+    )
+    rows.append(
+        (
             "  idle, long-polling: claims per s / server CPU",
             [f"{m.idle_claims_per_s:.1f} / {m.idle_server_cpu_pct:.1f} %" for m in results],
             "",
