@@ -129,6 +129,7 @@ def main() -> None:
     folder = args.work / backend
     config = ScaleConfig(cases=args.cases, hardware=args.hardware)
     workers = 1 if backend == "sqlite" else args.workers
+    (folder / "profile").mkdir(parents=True, exist_ok=True)
     with serve(args.db_url, folder / "profile", folder / "suites", workers) as server:
         fleet = register_fleet(
             server.base,
@@ -137,8 +138,9 @@ def main() -> None:
             list(config.hardware_names),
             prefix=f"profile-{time.time_ns():x}",
         )
-        # Jobs on commits of nights no run of the benchmark uses (a job is queued once per commit).
-        queue_jobs(args.db_url, config, args.jobs, 100_000 + int(time.time()) % 1_000_000)
+        # Jobs on commits of nights the benchmark never uses (a job is queued once per commit); a
+        # night is a day after the generated year, and commit dates stop at 2100.
+        queue_jobs(args.db_url, config, args.jobs, 3_000 + int(time.time()) % 20_000)
         stacks = folder / "profile" / "stacks.txt"
         record = [spy, "record", "--pid", str(server.pid), "--subprocesses", "--gil", "--nonblocking"]
         record += ["--rate", str(args.rate), "--format", "raw", "--output", str(stacks)]
