@@ -22,12 +22,13 @@ from tracker.models import Job
 
 HARDWARE = "cpu"
 RUNNER_NAME = "demo-cpu-runner"
-# The toy times its steps in its thread's CPU time, so other processes' CPU use does not flag its
-# runs (tracker/ingest/conditions.py). It still slows them where two vCPUs share a core: on the
-# 2-core host, a run that began while the tracker (in this process) worked through the previous
-# upload's follow-ups (a bisection started, an output check, an evidence trace read) measured
-# 0.86 ms/step where its commit measures 0.64-0.69. So each benchmark waits, up to 10 s, for a
-# quiet moment first (a quarter-second look when the machine is quiet already).
+# The toy times its steps in its thread's CPU time, which other processes still slow where they
+# share caches, memory bandwidth or a core: on one 2-core host, a run that began while the tracker
+# (in this process) worked through the previous upload's follow-ups (a bisection started, an
+# output check, an evidence trace read) measured 0.86 ms/step where its commit measures
+# 0.64-0.69. The tracker flags such a run (contention, tracker/ingest/conditions.py) and its job
+# runs again; so that it need not, each benchmark first waits, up to 10 s, for a quiet moment
+# (a quarter-second look when the machine is quiet already).
 QUIET_WAIT_S = 10.0
 
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from tracker.models import RunStatus
 from tracker.models.runs import MeasurementFlag
-from tracker.statistics.steps import FASTEST_BASIS
 
 # Contention, for runs without GPUs (the CPU toy): other processes must take at least half a core
 # AND a quarter of the machine. A process burning one core beside a single-threaded benchmark on a
@@ -106,22 +105,21 @@ class ConditionFlag:
     reason: str
 
 
-def assess_conditions(
-    conditions: RunConditions, *, steps_in_thread_cpu: bool = False
-) -> ConditionFlag | None:
+def assess_conditions(conditions: RunConditions) -> ConditionFlag | None:
     """``None`` when the run was measured under clean conditions, else the flag and its reason.
 
     Parameters
     ----------
     conditions
         What the runner recorded; what it could not record counts as clean.
-    steps_in_thread_cpu
-        The run timed its steps in its thread's CPU time (``denoise_step_clock: thread_cpu``):
-        time slices other processes took are not in its numbers, so their CPU use is no reason
-        to flag it (measured: a core-burning neighbour moved the toy's fastest step by about 1 %,
-        ``docs/toy-noise.md``). What such a neighbour does to shared caches shows as a slow run,
-        which paired rounds set aside (:func:`tracker.statistics.paired_rounds.set_aside_interfered`). Steal
-        still counts: the guest's clock runs while the host takes the CPU away.
+
+    A run whose steps were timed in its thread's CPU time (the toy's ``denoise_step_clock:
+    thread_cpu``) is judged as any other: other processes' time slices are not in its numbers, but
+    what they do to the caches, the memory bandwidth and a core two vCPUs share is, and the runner
+    cannot tell a neighbour that spins in registers from one that streams memory (both take a
+    core). Measured on three guests (``docs/toy-noise.md``): a spinning neighbour moved the fastest
+    step by 0-2 %, a memory-streaming one by -1 to +10 %, the demo tracker's own follow-ups beside
+    a run by +25 %; detection must catch 2 %. A flagged CPU run costs one more run of seconds.
 
     Returns
     -------
@@ -138,7 +136,6 @@ def assess_conditions(
     if cpu is not None:
         if (
             not conditions.gpus
-            and not steps_in_thread_cpu
             and cpu.other_cores >= CONTENTION_MIN_CORES
             and cpu.other_share_pct >= CONTENTION_SHARE_PCT
         ):
@@ -238,12 +235,8 @@ def _numbers(value: object) -> tuple[float, ...]:
     return tuple(number for item in value if (number := _number(item)) is not None)
 
 
-def condition_flag(
-    *, status: RunStatus, step_basis: str | None, environment: Mapping[str, Any]
-) -> ConditionFlag | None:
+def condition_flag(*, status: RunStatus, environment: Mapping[str, Any]) -> ConditionFlag | None:
     """The flag of a run being stored: ``None`` when its conditions were clean, or it failed."""
     if status is not RunStatus.OK:
         return None  # a failed run measured nothing to exclude
-    return assess_conditions(
-        conditions_from_environment(environment), steps_in_thread_cpu=step_basis == FASTEST_BASIS
-    )
+    return assess_conditions(conditions_from_environment(environment))

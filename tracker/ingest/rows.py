@@ -65,9 +65,7 @@ def run_rows(result: MeasurementIn, *, key: str, digest: str, source: RunSource)
         **_step_summary(result),
     }
     # Measured beside a CPU hog or on a throttled GPU: stored, but flagged and left out of detection.
-    flag = condition_flag(
-        status=status, step_basis=run.get("denoise_step_basis"), environment=result.environment
-    )
+    flag = condition_flag(status=status, environment=result.environment)
     run["measurement_flag"] = None if flag is None else flag.kind
     run["excluded_reason"] = None if flag is None else flag.reason
     stages = [
