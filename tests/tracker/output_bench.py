@@ -81,8 +81,11 @@ def linear_history(count: int, start: dt.datetime | None = None) -> list[CommitI
     return commits
 
 
-def drain_with_outputs(bench: Bench, picture: Picture, limit: int = 200) -> list[Job]:
-    """Run every queued job as :meth:`Bench.drain` does, each run saving ``picture``'s output."""
+def drain_with_outputs(
+    bench: Bench, picture: Picture, limit: int = 200, *, measure: Callable[[Commit], float] | None = None
+) -> list[Job]:
+    """Run every queued job as :meth:`Bench.drain` does, each run saving ``picture``'s output and
+    measuring ``measure(commit)`` ms a step (default :data:`STEP_MS`)."""
     done: list[Job] = []
     for _ in range(limit):
         bench.now += dt.timedelta(minutes=1)
@@ -93,7 +96,10 @@ def drain_with_outputs(bench: Bench, picture: Picture, limit: int = 200) -> list
             session=bench.session,
             runner=bench.runner,
             job_id=job.id,
-            result=job_result(job.attempts, step_times_ms=[STEP_MS] * 5),
+            result=job_result(
+                job.attempts,
+                step_times_ms=[STEP_MS if measure is None else measure(job.candidate.base_commit)] * 5,
+            ),
             limits=LIMITS,
             now=bench.now,
         )

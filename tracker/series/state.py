@@ -23,6 +23,7 @@ from tracker.models import (
     Commit,
     HardwareKind,
     Job,
+    Metric,
     Run,
     RunSource,
     RunStatus,
@@ -134,6 +135,10 @@ def detect_series(
     if calibration is not None:
         floor = noise_threshold_pct(calibration.round_noise_pct, DetectorConfig())
         prior_pct, prior_dof = calibration.round_noise_pct, calibration.rounds - 1
+    # Where a mechanism moved: compile counters, or the seeded output.
+    moved = compile_changes(commits) | output_changes(
+        session=session, case=case, hardware=hardware, commits=commits
+    )
     detection = detect_changes(
         [[run.value for run in entry.runs] for entry in commits],
         threshold_pct=case.threshold_for(hardware.name),
@@ -141,7 +146,7 @@ def detect_series(
         prior_noise_pct=prior_pct,
         prior_noise_dof=prior_dof,
         known_breaks=known_breaks(session=session, case=case, hardware=hardware, commits=commits),
-        causes=compile_changes(commits),
+        causes=moved,
     )
     return commits, detection
 
@@ -161,6 +166,36 @@ def compile_changes(commits: list[SeriesCommit]) -> set[int]:
         and signatures[position - 1] is not None
         and signatures[position] != signatures[position - 1]
     }
+
+
+def output_changes(
+    *, session: Session, case: Case, hardware: HardwareKind, commits: list[SeriesCommit]
+) -> set[int]:
+    """Positions in ``commits`` where an output alert of the series says the seeded output changed.
+
+    Its culprit where bisection named one and the series holds it, its first bad commit otherwise;
+    an alert marked invalid says nothing. Like compile counters that moved (:func:`compile_changes`),
+    a changed picture is a mechanism that moved, never noise: an output alert needs the runs on
+    each side to agree among themselves and the change to pass the case's tolerance
+    (:mod:`tracker.detection.output_alerts`), so a GPU's run-to-run jitter opens none.
+    """
+    positions = {entry.commit.id: index for index, entry in enumerate(commits)}
+    rows = session.execute(
+        select(Alert.first_bad_commit_id, Alert.culprit_commit_id).where(
+            Alert.case_id == case.id,
+            Alert.hardware_kind_id == hardware.id,
+            Alert.metric == Metric.OUTPUT,
+            Alert.status != AlertStatus.INVALID,
+        )
+    ).all()
+    changed = set()
+    for first_bad, culprit in rows:
+        position = positions.get(culprit) if culprit is not None else None
+        if position is None:
+            position = positions.get(first_bad)
+        if position is not None and position > 0:
+            changed.add(position)
+    return changed
 
 
 def _signature(runs: list[SeriesRun]) -> CompileCounters | None:

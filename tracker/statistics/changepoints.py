@@ -128,8 +128,9 @@ def detect_changes(
         count them as noise (three steps in seven commits make most of its differences) and raise
         its threshold past the next change.
     causes
-        Positions whose compile counters differ from the commit before (all runs of both agree): the
-        newest commit there is a suspect on weaker evidence (``DetectorConfig.cause_suspect_z``).
+        Positions where a mechanism moved: compile counters that differ from the commit before (all
+        runs of both agree), or a seeded output that changed (an output alert). The newest commit
+        there is a suspect on weaker evidence (``DetectorConfig.cause_suspect_z``).
 
     Returns
     -------

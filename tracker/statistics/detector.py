@@ -46,8 +46,9 @@ class DetectorConfig:
     the model's threshold rather than the noise-raised one: paired rounds settle every suspect, so
     a suspect may be raised on weaker evidence than an established change (``z_crit``).
     ``cause_suspect_z`` is that gate for a newest commit whose compile counters changed (graph
-    breaks, graphs, frames compiled, recompiles), 0: a mechanism that moved is evidence of its own,
-    so any shift that reaches the model's threshold goes to paired rounds, however noisy the series.
+    breaks, graphs, frames compiled, recompiles) or whose seeded output changed, 0: a mechanism
+    that moved is evidence of its own, so any shift that reaches the model's threshold goes to
+    paired rounds, however noisy the series.
     """
 
     window: int = 20

@@ -137,12 +137,14 @@ def evaluate_and_bisect(
 
     # One load of the series serves both: its times and its outputs are read from the same runs.
     commits = load_series_runs(session=session, case=case, hardware=hardware)
-    touched = evaluate_series(
-        session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect, commits=commits
-    )
-    # An output change needs no confirmation (a seeded run is deterministic): bisected at once.
-    touched += evaluate_outputs(
+    # Outputs first: an output change needs no confirmation (a seeded run is deterministic) and is
+    # bisected at once, and speed detection then counts it as a mechanism that moved (a smaller
+    # shift at that commit is a suspect for paired rounds: tracker.series.state.output_changes).
+    touched = evaluate_outputs(
         session=session, case=case, hardware=hardware, now=now, on_created=bisect, commits=commits
+    )
+    touched += evaluate_series(
+        session=session, case=case, hardware=hardware, now=now, on_confirmed=bisect, commits=commits
     )
     return touched
 
