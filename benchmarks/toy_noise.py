@@ -1,6 +1,7 @@
 """A/A noise of the toy's value of record, quiet and beside a burner, and the planted commits' effects.
 
-    python -m benchmarks.toy_noise [--runs 6] [--rounds 3] [--commit 14-release-0.2.0] [--no-burner] [--work DIR]
+    python -m benchmarks.toy_noise [--runs 6] [--rounds 3] [--commit 14-release-0.2.0] [--no-burner]
+                                   [--streamer] [--work DIR]
 
 Builds the toy repository (``runners.toy``) in a temporary directory and runs fresh
 ``python -m toydit generate`` processes of one commit with the toy suite's parameters, for both
@@ -9,7 +10,8 @@ cases (``compile``, ``offload``) in turn:
 1. ``--runs`` processes per case on the machine as it is ("quiet": the load average is printed;
    take figures worth quoting when it is low);
 2. ``--runs`` more per case while a burner process loads one core on and off (15 s busy, 20 s
-   asleep, repeated): the load the toy must shrug off on a 2-core runner;
+   asleep, repeated): the load the toy must shrug off on a 2-core runner; with ``--streamer``,
+   ``--runs`` more beside a process streaming a 128 MiB array (memory, not registers);
 3. ``--rounds`` interleaved rounds over every planted commit and the commit before it, printing
    each planted commit's change against the previous commit in both cases;
 4. up to 2 interleaved rounds over the open pull requests cherry-picked, alone and stacked, onto
@@ -59,6 +61,9 @@ _BURNER = (
     "        pass\n"
     "    time.sleep({idle})\n"
 )
+# A neighbour that streams memory instead of spinning in registers: an in-place multiply over a
+# 128 MiB array, over and over (what shares caches and memory bandwidth with the toy's steps).
+_STREAMER = "import numpy as np\na = np.ones(16 * 1024 * 1024)\nwhile True:\n    a *= 1.0000001\n"
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,21 @@ def quantile(values: Sequence[float], fraction: float) -> float:
 @contextmanager
 def burner(busy_s: float = BURNER_BUSY_S, idle_s: float = BURNER_IDLE_S) -> Iterator[None]:
     """A child process that spins one core for ``busy_s``, sleeps ``idle_s``, and again, until the block ends."""
-    process = subprocess.Popen([sys.executable, "-c", _BURNER.format(busy=busy_s, idle=idle_s)])
+    with _neighbour(_BURNER.format(busy=busy_s, idle=idle_s)):
+        yield
+
+
+@contextmanager
+def streamer() -> Iterator[None]:
+    """A child process that streams a 128 MiB array through one core without pause, until the block ends."""
+    with _neighbour(_STREAMER):
+        time.sleep(1.0)  # its array allocated and touched
+        yield
+
+
+@contextmanager
+def _neighbour(source: str) -> Iterator[None]:
+    process = subprocess.Popen([sys.executable, "-c", source])
     try:
         yield
     finally:
@@ -258,6 +277,9 @@ def main() -> int:
     )
     parser.add_argument("--commit", default="14-release-0.2.0", help="source name or sha of the A/A commit")
     parser.add_argument("--no-burner", action="store_true", help="skip the loaded runs")
+    parser.add_argument(
+        "--streamer", action="store_true", help="also run beside a memory-streaming neighbour"
+    )
     parser.add_argument("--work", type=Path, default=None, help="keep repository, worktrees and cache here")
     args = parser.parse_args()
     if args.runs < 2:
@@ -293,6 +315,12 @@ def main() -> int:
                 loaded = noise(trees[commit.sha], commit, args.runs, cache, dump)
             for case, runs in loaded.items():
                 describe(f"{case}, burner", runs)
+        if args.streamer:
+            print(f" loaded: memory streamer, always on ({machine_state()})")
+            with streamer():
+                streamed = noise(trees[commit.sha], commit, args.runs, cache, dump)
+            for case, runs in streamed.items():
+                describe(f"{case}, streamer", runs)
         if pairs:
             print(f"\nplanted commits against the commit before them, {args.rounds} interleaved rounds")
             effects(pairs, trees, args.rounds, cache, dump)
