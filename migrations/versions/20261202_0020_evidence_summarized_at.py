@@ -1,10 +1,13 @@
-"""evidence_jobs.summarized_at: an evidence run is read after its upload's answer, not inside it
+"""evidence_jobs.summarized_at, read_attempts: an evidence run is read after its upload's answer
 
 Gunzipping and parsing a profiler trace (several MB) took the upload's write transaction with it.
 The upload now only links the run (``run_id``, ``recorded_at``); a follow-up after the answer,
 the scheduler or a scheduler-less server's housekeeping reads it into ``summary`` and sets
 ``summarized_at``. A row with ``run_id`` set and ``summarized_at`` NULL waits to be read. Rows
 linked before this revision were read at upload: their ``summarized_at`` is their ``recorded_at``.
+``read_attempts`` counts the readings begun (each committed before its trace is parsed): a trace
+that kills its reader (out of memory) would otherwise be read again, and kill it again, on every
+pass; at the limit the row is given up.
 
 Revision ID: 0020
 Revises: 0019
@@ -28,11 +31,17 @@ depends_on: str | Sequence[str] | None = None
 COMMENT = "when the run was read into summary, UTC; NULL with run_id set: waiting to be read"
 RECORDED = "when the run was stored and linked here, UTC"
 RECORDED_BEFORE = "when the run was read, UTC"
+ATTEMPTS = "readings begun; a row whose readers never finished (a trace that kills its reader) is given up"
 
 
 def upgrade() -> None:
     with op.batch_alter_table("evidence_jobs", schema=None) as batch_op:
         batch_op.add_column(sa.Column("summarized_at", UTCDateTime(), nullable=True, comment=COMMENT))
+        batch_op.add_column(
+            sa.Column(
+                "read_attempts", sa.Integer(), server_default=sa.text("0"), nullable=False, comment=ATTEMPTS
+            )
+        )
         batch_op.alter_column(
             "recorded_at",
             existing_type=sa.DateTime(timezone=True),
@@ -54,4 +63,5 @@ def downgrade() -> None:
             comment=RECORDED_BEFORE,
             existing_comment=RECORDED,
         )
+        batch_op.drop_column("read_attempts")
         batch_op.drop_column("summarized_at")

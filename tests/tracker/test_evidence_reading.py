@@ -22,7 +22,7 @@ from tests.tracker.test_jobs import candidate, runner
 from tests.tracker.test_scheduling import make_leader
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.diagnosis.evidence_loading import pending_evidence, summarize_pending_evidence
+from tracker.diagnosis.evidence_loading import MAX_READ_ATTEMPTS, pending_evidence, summarize_pending_evidence
 from tracker.diagnosis.facts import FindingKind
 from tracker.diagnosis.loading import alert_diagnosis
 from tracker.models import Alert, Arm, BisectionState, EvidenceJob, JobReason, utcnow
@@ -30,6 +30,7 @@ from tracker.queue.jobs import enqueue_job
 from tracker.scheduling.housekeeping import Chores, Housekeeper
 from tracker.scheduling.service import PERIODIC_STORE, SchedulerService
 from tracker.views.run_files import evidence_of_job
+from tracker.workflows import evidence_reading
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.evidence import queue_culprit_evidence
 from tracker.workflows.evidence_reading import summarize_pending
@@ -175,6 +176,50 @@ def test_corrupt_traces_are_logged_and_marked_and_never_read_again(
     kinds = [finding.kind for finding in alert_diagnosis(session=session, alert=alert)]
     assert FindingKind.GRAPH_BREAK not in kinds  # one side without evidence: nothing compared
     assert FindingKind.OPERATOR not in kinds
+
+
+class ReaderKilled(BaseException):
+    """What the operating system does to a reader a trace runs out of memory: nothing catches it."""
+
+
+def test_a_trace_whose_readings_never_finish_is_given_up_after_three(
+    session: Session,
+    sessions: sessionmaker[Session],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    culprit_alert(session)
+    links = upload_both(Bench(session))
+    session.flush()
+
+    def killed(_item: object) -> None:
+        raise ReaderKilled
+
+    monkeypatch.setattr(evidence_reading, "read_evidence", killed)
+    for attempt in range(1, MAX_READ_ATTEMPTS + 1):
+        with pytest.raises(ReaderKilled):
+            summarize_pending(sessions=sessions)
+        session.expire_all()
+        first = links[Arm.BASE]  # the oldest pending row is read first, and kills its reader
+        assert (first.read_attempts, first.summarized_at) == (attempt, None)
+    # The first row is given up; the second is read next, and kills its reader.
+    with (
+        caplog.at_level(logging.ERROR, logger="tracker.diagnosis.evidence_loading"),
+        pytest.raises(ReaderKilled),
+    ):
+        summarize_pending(sessions=sessions)
+    session.expire_all()
+    base, head = links[Arm.BASE], links[Arm.HEAD]
+    assert base.summarized_at is not None
+    assert base.job_id in sql_null_summaries(session)
+    assert head.summarized_at is None
+    assert head.read_attempts == 1
+    assert any(f"(job {base.job_id}) given up after 4 readings" in r.getMessage() for r in caplog.records)
+    monkeypatch.undo()  # the reader survives again: the other row is read as usual
+    assert summarize_pending(sessions=sessions) == 1
+    session.expire_all()
+    assert head.summary is not None
+    assert pending_evidence(session=session) == []
 
 
 def pending_row(engine: Engine) -> int:

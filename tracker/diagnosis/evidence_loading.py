@@ -27,6 +27,9 @@ from tracker.models import Arm, EvidenceJob, Job, Run, RunArtifacts, RunFile, Ru
 
 logger = logging.getLogger(__name__)
 PENDING_LIMIT = 20  # rows read per pass; the next pass (or follow-up) takes the rest
+# Readings a row may begin. One that never ends (its trace killed the reader: out of memory) is
+# counted all the same, so such a trace is tried this many times, then given up, not forever.
+MAX_READ_ATTEMPTS = 3
 
 Sides = tuple[list[dict[str, Any]], list[dict[str, Any]]]  # (base side, head side) summaries
 
@@ -108,6 +111,35 @@ def read_evidence(item: EvidenceInput) -> dict[str, Any] | None:
             "evidence run %d (job %d): trace not read: %s", item.run_id, item.job_id, summary["trace_error"]
         )
     return summary
+
+
+def begin_reading(*, session: Session, job_id: int) -> int | None:
+    """Count a reading of a pending row as begun (commit before parsing); the readings so far, or
+    ``None`` when the row is read already or gone. Past :data:`MAX_READ_ATTEMPTS` the caller gives
+    it up (:func:`give_up_reading`) instead of reading it."""
+    link = session.get(EvidenceJob, job_id, with_for_update=True)
+    if link is None or link.summarized_at is not None or link.run_id is None:
+        return None
+    link.read_attempts += 1
+    session.flush()
+    return link.read_attempts
+
+
+def give_up_reading(*, session: Session, job_id: int, now: dt.datetime) -> bool:
+    """Mark a row whose readings never finished as read, without a summary (its side has no
+    evidence); ``False`` when it was read meanwhile."""
+    link = session.get(EvidenceJob, job_id, with_for_update=True)
+    if link is None or link.summarized_at is not None:
+        return False
+    logger.error(
+        "evidence run %s (job %d) given up after %d readings that never finished",
+        link.run_id,
+        job_id,
+        link.read_attempts,
+    )
+    link.summarized_at = now
+    session.flush()
+    return True
 
 
 def store_evidence_summary(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import ForeignKey, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Integer, LargeBinary, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from tracker.enums import Arm
@@ -57,6 +57,13 @@ class EvidenceJob(Base):
         UTCDateTime(),
         index=True,
         comment="when the run was read into summary, UTC; NULL with run_id set: waiting to be read",
+    )
+    read_attempts: Mapped[int] = mapped_column(
+        Integer,
+        nullable=False,
+        default=0,
+        server_default=text("0"),
+        comment="readings begun; a row whose readers never finished (a trace that kills its reader) is given up",
     )
     created_at: Mapped[created_at]
 

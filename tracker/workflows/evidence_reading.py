@@ -11,6 +11,9 @@ and a scheduler-less server's housekeeping run it too, for what is left.
 
 Two readers may parse the same row at once (a follow-up and the scheduler): the row is locked
 and checked when the summary is kept, so it is stored once and the second reading is dropped.
+Each reading is counted before its trace is parsed, so a trace that kills its reader (out of
+memory) is tried :data:`~tracker.diagnosis.evidence_loading.MAX_READ_ATTEMPTS` times, then given
+up, instead of taking the server down on every pass.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db
 from tracker.diagnosis.evidence_loading import (
+    MAX_READ_ATTEMPTS,
     PENDING_LIMIT,
+    begin_reading,
     evidence_input,
+    give_up_reading,
     pending_evidence,
     read_evidence,
     store_evidence_summary,
@@ -65,6 +71,15 @@ def _summarize_one(
     job_id: int,
     clock: Callable[[], dt.datetime],
 ) -> bool:
+    with db.session_scope(sessions) as session:
+        # Counted, and committed, before the trace is parsed: a reader the trace kills still counts.
+        attempts = begin_reading(session=session, job_id=job_id)
+    if attempts is None:
+        return False  # read by someone else meanwhile
+    if attempts > MAX_READ_ATTEMPTS:
+        with db.session_scope(sessions) as session:
+            give_up_reading(session=session, job_id=job_id, now=clock())
+        return False
     with reading() as session:
         item = evidence_input(session=session, job_id=job_id)
     if item is None:
