@@ -10,22 +10,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
-from tests.tracker.diagnosis_runs import BAD_LOG, GRAPH_BREAK_FACTOR, WHOLE_GRAPH, Shape, history
 from tests.tracker.evidence_runs import EVIDENCE, TRACE_NAME, drain, evidence_upload
 from tests.tracker.test_evidence_reading import culprit_alert, upload_both
 from tracker.diagnosis.evidence_loading import summarize_pending_evidence
-from tracker.models import Alert, Arm, BisectionState, EvidenceJob, Run, utcnow
-from tracker.workflows.evidence import queue_culprit_evidence
+from tracker.models import Alert, Arm, EvidenceJob, Run, utcnow
 
 
 def alert_with_evidence(session: Session) -> tuple[Alert, dict[Arm, Run]]:
-    good = Shape(compile=WHOLE_GRAPH)
-    broken = Shape(steady=GRAPH_BREAK_FACTOR, compile={**WHOLE_GRAPH, "graph_breaks": 3}, log=BAD_LOG)
-    history(session, [good, good, broken])
-    alert = session.scalars(select(Alert)).one()
-    alert.culprit_commit = alert.first_bad_commit  # adjacent commits: the first bad one is the culprit
-    alert.bisection_state = BisectionState.NOT_NEEDED
-    assert len(queue_culprit_evidence(session=session, alert=alert)) == 2
+    alert = culprit_alert(session)
     drain(Bench(session), lambda commit, job: 263.7)
     runs = {
         link.side: session.get(Run, link.run_id)

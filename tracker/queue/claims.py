@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import Update, bindparam, exists, or_, select, update
+from sqlalchemy import ColumnElement, Update, bindparam, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased, joinedload
+from sqlalchemy.orm.util import AliasedClass
 
 from tracker.models import Candidate, Case, Commit, Comparison, Job, JobState, Runner, utcnow
 from tracker.queue.jobs import DEFAULT_LEASE, PIN_STALE_AFTER, PINNED_KINDS
@@ -20,6 +21,16 @@ from tracker.queue.jobs import DEFAULT_LEASE, PIN_STALE_AFTER, PINNED_KINDS
 # How precisely a claim records when its runner was last heard from (online status: 2 minutes;
 # a pinned check's staleness: 30 minutes).
 HEARD_PRECISION = dt.timedelta(seconds=5)
+
+
+def _fits_runner(job: type[Job] | AliasedClass[Job]) -> list[ColumnElement[bool]]:
+    """A queued job of the runner's kind needing no more GPUs than it has (``p_kind``, ``p_gpus``):
+    what the lease takes and what a waiting claim looks for, alike."""
+    return [
+        job.state == JobState.QUEUED,
+        job.hardware_kind_id == bindparam("p_kind"),
+        job.num_gpus <= bindparam("p_gpus"),
+    ]
 
 
 def _lease_statement() -> Update:
@@ -40,12 +51,7 @@ def _lease_statement() -> Update:
     )
     next_job = (
         select(candidate.id)
-        .where(
-            candidate.state == JobState.QUEUED,
-            candidate.hardware_kind_id == bindparam("p_kind"),
-            candidate.num_gpus <= bindparam("p_gpus"),
-            or_(candidate.comparison_id.is_(None), ~pinned_elsewhere),
-        )
+        .where(*_fits_runner(candidate), or_(candidate.comparison_id.is_(None), ~pinned_elsewhere))
         .order_by(candidate.priority.desc(), candidate.id)
         .limit(1)
         .with_for_update(skip_locked=True)
@@ -81,15 +87,7 @@ _ANSWER = (
     )
     .execution_options(populate_existing=True)
 )
-_CLAIMABLE = (
-    select(Job.id)
-    .where(
-        Job.state == JobState.QUEUED,
-        Job.hardware_kind_id == bindparam("p_kind"),
-        Job.num_gpus <= bindparam("p_gpus"),
-    )
-    .limit(1)
-)
+_CLAIMABLE = select(Job.id).where(*_fits_runner(Job)).limit(1)
 
 
 def claim_job(
