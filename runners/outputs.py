@@ -1,7 +1,9 @@
 """The seeded output a generate run saved (``--save-output``): found, decoded, hashed, kept small.
 
 ``sglang generate --save-output`` (and the toy) log ``Output saved to <path>`` for each file they
-write, relative to the process's working directory. The runner reads the first such file, hashes
+write, relative to the process's working directory; sglang colours the path (``Output saved to
+{CYAN}{path}{RESET}``, ``runtime/entrypoints/utils.py``), so the log is read as
+:func:`runners.parsing.clean_console_text` leaves it. The runner reads the first such file, hashes
 its decoded RGB pixels (every frame, in order), keeps lossless PNG references of at most
 ``MAX_REFERENCE_SIDE`` pixels on the longest side (an image; up to ``MAX_REFERENCE_FRAMES`` evenly
 spaced frames of a video) and deletes what was saved. Nothing here fails a run: an output that is
@@ -27,6 +29,7 @@ import av
 from av.container import InputContainer
 from PIL import Image, ImageSequence, UnidentifiedImageError
 
+from runners.parsing import clean_console_text
 from wire.outputs import MAX_REFERENCE_FRAMES, MAX_REFERENCE_SIDE, OutputFrameIn, OutputIn
 
 OUTPUT_DIR_NAME = "outputs"
@@ -46,6 +49,17 @@ class CapturedOutput:
     warnings: tuple[str, ...] = ()
 
 
+def output_options(
+    params: Mapping[str, Any], flags: Mapping[str, Any], output_dir: Path
+) -> list[tuple[str, Any]]:
+    """``save-output`` and ``output-path DIR`` as (name, value) pairs, unless the case sets them itself."""
+    given = {**params, **flags}
+    options: list[tuple[str, Any]] = [] if given.get("save-output") else [("save-output", True)]
+    if given.get("output-path") in (None, False):
+        options.append(("output-path", str(output_dir)))
+    return options
+
+
 def output_flags(params: Mapping[str, Any], flags: Mapping[str, Any], output_dir: Path) -> list[str]:
     """``--save-output`` and ``--output-path DIR`` unless the case sets them itself."""
     given = {**params, **flags}
@@ -56,9 +70,13 @@ def output_flags(params: Mapping[str, Any], flags: Mapping[str, Any], output_dir
 
 
 def saved_paths(log_text: str, cwd: Path) -> list[Path]:
-    """The files the log says were saved, in order, resolved against ``cwd``, each once."""
+    """The files the log says were saved, in order, resolved against ``cwd``, each once.
+
+    ``log_text`` is console text as :func:`runners.parsing.clean_console_text` leaves it; raw
+    text is cleaned here too, so a colour code never becomes part of a path.
+    """
     paths: list[Path] = []
-    for match in _SAVED.finditer(log_text):
+    for match in _SAVED.finditer(clean_console_text(log_text)):
         path = (cwd / match.group("path")).resolve()
         if path not in paths:
             paths.append(path)
@@ -68,6 +86,7 @@ def saved_paths(log_text: str, cwd: Path) -> list[Path]:
 def capture_output(log_text: str, *, cwd: Path, roots: Sequence[Path]) -> CapturedOutput:
     """Read the first output the log names, then delete every file it names under ``roots``.
 
+    ``log_text`` is the cleaned console text (see :func:`saved_paths`, which also cleans it).
     A path outside ``roots`` (the job's scratch directory, the working directory) is neither read
     nor deleted: a log is the benchmark's text, not an instruction to the runner.
     """

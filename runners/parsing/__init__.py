@@ -1,11 +1,13 @@
 """Output parsers: ``sglang generate`` logs, ``--perf-dump-path`` JSON and ``performance.log``.
 
 Pure functions from text to the dataclasses in :mod:`runners.parsing.model`; the ``*_file``
-helpers are the only ones that read files.
+helpers are the only ones that read files. :func:`clean_console_text` is the one cleaning of
+captured console text (ANSI colour codes out) that every other reader of a log shares.
 """
 
 from __future__ import annotations
 
+from runners.parsing._logtext import clean_console_text
 from runners.parsing.combine import combine
 from runners.parsing.model import MemoryCheckpoint, ParsedRun, ParseError, PerfDump, RunStatus, StageTiming
 from runners.parsing.perf_dump import parse_perf_dump, parse_perf_dump_file
@@ -19,6 +21,7 @@ __all__ = [
     "PerfDump",
     "RunStatus",
     "StageTiming",
+    "clean_console_text",
     "combine",
     "parse_perf_dump",
     "parse_perf_dump_file",

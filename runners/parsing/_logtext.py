@@ -47,9 +47,20 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
+def clean_console_text(text: str) -> str:
+    """Console output as the runner's readers expect it: with no ANSI escape sequences.
+
+    sglang colours values inside its records (``Output saved to {CYAN}path{RESET}``, see
+    ``runtime/utils/logging_utils.py``), so a reader matching raw text would take the codes
+    into what it reads. The text is cleaned once where it is captured; every reader also calls
+    this at its own entry, which changes nothing on clean text.
+    """
+    return strip_ansi(text)
+
+
 def logical_lines(text: str) -> Iterator[str]:
     """Yield the log's records one per item, cleaned of colour codes, ``# `` and timestamps."""
-    cleaned = strip_ansi(text)
+    cleaned = clean_console_text(text)
     for physical in cleaned.split("\n"):
         # Every "\r" segment is kept, not only the last: a TTY capture holds each tqdm redraw,
         # and a log record written while the bar was open follows its last "\r" on the same line.

@@ -1,11 +1,13 @@
 """Splitting an ``sglang generate`` log into the requests it ran.
 
-With ``--warmup`` sglang first runs a warmup copy of the request (one denoising step by default,
-often with torch.compile doing its work), then the real request(s). The scheduler marks warmups
-with "Processing warmup req..." before and "Warmup req processed in X seconds" (or
-"... processing failed") after; newer versions print a "Warmup requests: k/N" bar instead. A
-request's own lines ("Processing prompt i/N", "Sampling params:", "Running pipeline stages:",
-then "[Stage] started/finished") follow; "Pixel data generated successfully" closes it.
+With warmup on (``--warmup`` up to 0.5.17, ``--warmup-mode request`` from 0.5.14) sglang first
+runs a warmup copy of the request (one denoising step by default, often with torch.compile
+doing its work), then the real request(s). The scheduler marks warmups with "Processing warmup
+req..." before and "Warmup req processed in X seconds" (or "... processing failed") after;
+since 0.5.14 it draws a "Warmup requests: k/N" bar instead and the warmup prints nothing else.
+A request's own lines ("Processing prompt i/N", "Sampling params:", "Running pipeline stages:",
+then "[Stage] started/finished") follow; "Pixel data generated successfully" closes it, and a
+served request's "Peak memory usage" comes after that.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from runners.parsing import _patterns as p
 from runners.parsing._fatal import fatal_reason
 from runners.parsing._logtext import (
     Progress,
+    gib_to_mib,
     logical_lines,
     parse_progress,
     seconds_to_ms,
@@ -52,7 +55,7 @@ class Request:
     progress: Progress | None = None
     progress_totals: set[int] = field(default_factory=set)
     infer_steps: int | None = None
-    peak_gib: float | None = None
+    peak_mb: float | None = None  # MiB: "Peak GPU memory" (GiB) or "Peak memory usage" (MiB)
     pixel_s: float | None = None
     failures: list[Failure] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
@@ -90,7 +93,7 @@ class ScannedLog:
     batch_outputs: int | None = None
     batch_s: float | None = None
     max_peak_mb: float | None = None
-    warmup_flag: bool = False  # --warmup on a command line or warmup=True in server args
+    warmup_flag: bool = False  # warmup switched on: the last word of a command line or server args
     explicit_warmup: bool = False
     exceptions: list[str] = field(default_factory=list)
     fatal: list[str] = field(default_factory=list)  # the run died: scheduler dead, a signal, NCCL
@@ -284,12 +287,20 @@ class _Scanner:
             self._oom(line)
             return True
         if match := p.PEAK.search(line):
-            self.current.peak_gib = self.number(match["v"], line)
+            self._peak(self.number(match["v"], line), gib=True)
+            return True
+        if match := p.PEAK_USAGE.search(line):
+            self._peak(self.number(match["v"], line), gib=False)
             return True
         if match := p.INFER_STEPS.match(line):
             self.current.infer_steps = int(match["n"])
             return True
         return False
+
+    def _peak(self, value: float | None, *, gib: bool) -> None:
+        """Note the request's peak memory; an invalid figure (already warned about) keeps none."""
+        if value is not None:
+            self.current.peak_mb = gib_to_mib(value) if gib else value
 
     def _summary(self, line: str) -> bool:
         if match := p.WARMED_UP.search(line):
@@ -308,8 +319,8 @@ class _Scanner:
         if p.COMMAND_LINE.search(line):
             self.open_request()  # a new run pasted after the last one
             self.orphan = None
-        if "warmup" in line and p.WARMUP_FLAG.search(line):
-            self.log.warmup_flag = True
+        if "warmup" in line and (setting := warmup_setting(line)) is not None:
+            self.log.warmup_flag = setting
         if (reason := fatal_reason(line)) is not None:
             self.log.fatal.append(reason)
         self._oom(line)
@@ -330,6 +341,28 @@ class _Scanner:
         self.current.failures.append(
             Failure("oom", f"{device} out of memory", self.current.open_stage, size=size)
         )
+
+
+def warmup_setting(line: str) -> bool | None:
+    """Whether a command line or server-args dump switches warmup on, off, or says nothing (None).
+
+    ``--warmup-mode`` decides when present: 0.5.14-0.5.17 let it override ``--warmup``, and it
+    is the only option since 0.5.18. ``off`` is no warmup; ``request`` and ``server`` are on, as
+    sglang's own summary counts them ("(with warmup excluded)" whenever the mode is not off).
+    In server mode only ``sglang serve`` runs a warmup request; a ``generate`` log then shows
+    none, and the log parser's "single request" warning says so. The last line that says
+    anything wins: the resolved server args are logged after the command line.
+    """
+    for match in p.WARMUP_MODE.finditer(line):
+        mode = (match["flag"] or match["dump"]).lower()
+        if mode in ("request", "server"):
+            return True
+        if mode == "off":
+            return False
+        # "warmup_mode": null (0.5.14-0.5.17 before resolution) says nothing.
+    if p.WARMUP_FLAG.search(line):
+        return True
+    return None
 
 
 def _late(request: Request, bar: Progress) -> bool:

@@ -84,13 +84,18 @@ class ParseError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class MemoryCheckpoint:
-    """One ``memory_checkpoints`` entry of a perf dump, in MiB (``None`` where the dump omits it)."""
+    """One ``memory_checkpoints`` entry of a perf dump, in MiB (``None`` where the dump omits it).
+
+    ``peak_host_anon_mb`` (0.5.23: the worker's peak anonymous host memory) is ``None`` where
+    the dump writes 0.0, which sglang uses for "not sampled".
+    """
 
     name: str
     allocated_mb: float | None = None
     reserved_mb: float | None = None
     peak_allocated_mb: float | None = None
     peak_reserved_mb: float | None = None
+    peak_host_anon_mb: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +104,10 @@ class PerfDump:
 
     ``stages`` come from the dump's ``steps`` list (which, despite the name, holds pipeline
     stages); ``denoise_steps_ms`` holds the per-denoising-step times, in step order.
-    ``peak_memory_mb`` is the highest ``peak_reserved_mb`` over the memory checkpoints, the same
-    quantity sglang logs as "Peak GPU memory".
+    ``peak_memory_mb`` is the highest ``peak_reserved_mb`` over the request's own memory
+    checkpoints, the same quantity sglang logs as "Peak GPU memory" / "Peak memory usage";
+    the replica-wide ones (``load_peak``, ``warmup_peak``, ``runtime_peak``) are kept in
+    ``memory_checkpoints`` but left out of it (see :mod:`runners.parsing.perf_dump`).
     """
 
     total_duration_ms: float | None = None

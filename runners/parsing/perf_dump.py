@@ -1,15 +1,26 @@
 """Parse sglang's ``--perf-dump-path`` JSON into a :class:`PerfDump`.
 
-Shapes handled (all written by sglang's ``PerformanceLogger`` over time):
+Shapes handled (all written by sglang's ``PerformanceLogger``, ``runtime/utils/perf_logger.py``):
 
 * older dump: ``total_duration_ms``, ``steps: [{name, duration_ms}]`` (pipeline *stages*),
   ``meta``, ``commit_hash``, ``tag``, ``timestamp``, ``request_id``;
-* newer dump: adds ``denoise_steps_ms: [{step, duration_ms}]`` (a plain list of numbers is
-  accepted too) and ``memory_checkpoints: {name: {allocated_mb, reserved_mb,
-  peak_allocated_mb, peak_reserved_mb}}``;
+* newer dump (0.5.10 to 0.5.23, ``dump_benchmark_report``): adds ``denoise_steps_ms: [{step,
+  duration_ms}]`` (a plain list of numbers is accepted too) and ``memory_checkpoints: {name:
+  {allocated_mb, reserved_mb, peak_allocated_mb, peak_reserved_mb}}``; 0.5.23 adds
+  ``peak_host_anon_mb`` to each checkpoint and the replica-wide checkpoints below;
 * a request record (the shape ``performance.log`` lines use): ``stages: [{name,
   execution_time_ms}]`` or ``{name: ms}``, ``steps: [ms, ...]`` (per-step times),
   ``memory_snapshots`` in place of ``memory_checkpoints``.
+
+Peak memory: the highest ``peak_reserved_mb`` over the checkpoints that belong to the request
+(``before_forward``, ``after_forward``, ``mem_analysis``: peaks since the worker reset its
+counters as the request began), which is what sglang logs for a request as "Peak GPU memory" /
+"Peak memory usage" and as the run's "Memory usage - Max peak". 0.5.23 also writes, per dump,
+replica-wide peaks (``runtime/managers/gpu_worker.py``, ``_record_replica_peak_memory``):
+``load_peak`` (model loading), ``warmup_peak`` (every warmup so far, which sglang says may exceed
+any real request) and ``runtime_peak`` (every real request so far). They stay in
+``memory_checkpoints`` but would put loading or the warmup into the figure of record, so only
+``runtime_peak`` is used, and only when the request's own checkpoints give no peak.
 
 Wrong values are a :class:`ParseError` naming the field path; sglang never writes them, so a
 dump that has them was damaged or hand-edited and none of its numbers can be trusted.
@@ -26,6 +37,10 @@ from runners.parsing.model import MemoryCheckpoint, ParseError, PerfDump, StageT
 
 _DENOISE_STEP_NAME = re.compile(r"denoising_step_(?P<i>\d+)$")
 _CHECKPOINT_FIELDS = ("allocated_mb", "reserved_mb", "peak_allocated_mb", "peak_reserved_mb")
+_HOST_FIELD = "peak_host_anon_mb"
+_RUNTIME_PEAK = "runtime_peak"
+# Replica-wide checkpoints (0.5.23): not this request's own peak.
+_REPLICA_WIDE = frozenset({"load_peak", "warmup_peak", _RUNTIME_PEAK})
 
 
 def parse_perf_dump(text: str) -> PerfDump:
@@ -153,17 +168,31 @@ def _checkpoints(data: dict[str, object], at: str) -> tuple[MemoryCheckpoint, ..
     result = []
     for checkpoint_name, entry, entry_path in named:
         sizes = {f: _json.optional_duration(entry.get(f), f"{entry_path}.{f}") for f in _CHECKPOINT_FIELDS}
-        result.append(MemoryCheckpoint(checkpoint_name, **sizes))
+        host = _json.optional_duration(entry.get(_HOST_FIELD), f"{entry_path}.{_HOST_FIELD}")
+        # sglang writes 0.0 where no sampler ran; `sglang generate` rebuilds its checkpoints
+        # without the field (entrypoints/cli/generate.py), so its dumps always say 0.0.
+        result.append(MemoryCheckpoint(checkpoint_name, **sizes, peak_host_anon_mb=host or None))
     return tuple(result)
 
 
 def _peak(checkpoints: tuple[MemoryCheckpoint, ...], warnings: list[str]) -> float | None:
-    """Highest reserved peak (what sglang logs as "Peak GPU memory"), else the allocated one."""
-    reserved = [c.peak_reserved_mb for c in checkpoints if c.peak_reserved_mb is not None]
+    """The request's peak reserved memory (module docstring), else its allocated peak."""
+    own = [c for c in checkpoints if c.name not in _REPLICA_WIDE]
+    reserved = [c.peak_reserved_mb for c in own if c.peak_reserved_mb is not None]
     if reserved:
         return max(reserved)
-    allocated = [c.peak_allocated_mb for c in checkpoints if c.peak_allocated_mb is not None]
+    runtime = next((c for c in checkpoints if c.name == _RUNTIME_PEAK), None)
+    if runtime is not None and runtime.peak_reserved_mb is not None:
+        warnings.append(
+            "memory checkpoints hold no peak of the request itself; peak memory is runtime_peak "
+            "(the highest over every real request this server ran)"
+        )
+        return runtime.peak_reserved_mb
+    allocated = [c.peak_allocated_mb for c in own if c.peak_allocated_mb is not None]
     if allocated:
         warnings.append("memory checkpoints have no peak_reserved_mb; peak memory is peak_allocated_mb")
         return max(allocated)
+    if checkpoints:
+        names = ", ".join(c.name for c in checkpoints)
+        warnings.append(f"memory checkpoints ({names}) hold no peak of the request; peak memory unknown")
     return None

@@ -8,7 +8,9 @@ so the timed requests are the last N in the log; that holds whatever warmups cam
 Value of record: the median over the timed requests of each request's average denoising step
 time (basis "median"). The log has no per-step times, so ``step_times_ms`` stays empty;
 ``e2e_ms`` is the median client-side latency (HTTP round trip included; for a video, from its
-POST until its content is downloaded).
+POST until its content is downloaded). Peak memory is the highest of the timed requests' own
+figures: "Peak memory usage: X MB" (MiB, every version that serves) or the older "Peak GPU
+memory: X GB" (GiB); both are the peak reserved memory since that request began.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from runners.parsing._logtext import gib_to_mib, seconds_to_ms
+from runners.parsing._logtext import seconds_to_ms
 from runners.parsing._requests import Request, scan
 from runners.parsing.model import ParsedRun, ParseError, RunStatus
 from runners.parsing.sglang_log import _request_failure  # one wording for generate and serve
@@ -61,7 +63,7 @@ def summarize_served(
         warnings.append(f"step time of {len(per_request)} of {timed} timed requests known; median over those")
     last = complete[-1]
     stage_times = [seconds_to_ms(r.denoise_s) for r in complete if r.denoise_s is not None]
-    peaks = [gib_to_mib(r.peak_gib) for r in measured if r.peak_gib is not None]
+    peaks = [r.peak_mb for r in measured if r.peak_mb is not None]
     warnings.append(PER_STEP_UNKNOWN_SERVED)
     median = statistics.median(per_request)
     return ParsedRun(

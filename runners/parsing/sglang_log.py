@@ -2,12 +2,14 @@
 
 Decisions (each explained where it is made):
 
-* Warmup: requests marked by sglang's warmup lines are warmups; without markers but with
-  ``--warmup`` on, the first of several requests is. A warmup is never the measurement.
+* Warmup: requests marked by sglang's warmup lines (or its "Warmup requests" bar) are warmups;
+  without markers but with warmup on (``--warmup``, ``--warmup-mode request|server``), the first
+  of several requests is. A warmup is never the measurement.
 * Measurement: the last complete non-warmup request (complete = its denoising stage reported
   and nothing failed in it). Several of them give a warning naming the count.
-* Peak memory: that request's own "Peak GPU memory" line; the run-level "Memory usage - Max
-  peak" (which already excludes warmups) only when the request printed none.
+* Peak memory: that request's own "Peak GPU memory" (GiB) or "Peak memory usage" (MiB) line;
+  the run-level "Memory usage - Max peak" (which already excludes warmups) only when the
+  request printed none.
 * e2e: "Warmed-up request processed in" when it describes the measured request, else its
   "Pixel data generated successfully in", except when that figure also counts the warmup.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from runners.parsing._logtext import gib_to_mib, looks_binary, seconds_to_ms
+from runners.parsing._logtext import looks_binary, seconds_to_ms
 from runners.parsing._requests import Failure, Request, ScannedLog, scan
 from runners.parsing.model import ParsedRun, ParseError, RequestSummary, RunStatus
 
@@ -92,6 +94,9 @@ def _summary(position: int, request: Request, chosen: Request | None) -> Request
         outcome, note = "failed", _request_failure(request)
     elif request.denoise_done:
         outcome, note = "complete", ""
+    elif request.warmup and request.closed and not request.has_content:
+        # Since 0.5.14 a warmup prints no stage lines; its bar or marker said it finished.
+        outcome, note = "complete", "sglang prints no stage lines for it"
     else:
         outcome, note = "incomplete", _cut_off(request) if request.denoise_stage else "no denoising stage ran"
     if request is chosen:
@@ -115,8 +120,9 @@ def _summary(position: int, request: Request, chosen: Request | None) -> Request
 def _infer_warmup(log: ScannedLog, counted: list[Request], warnings: list[str]) -> None:
     """Mark the warmup when sglang printed no warmup marker but warmup was switched on.
 
-    Only on evidence: ``sglang generate --warmup`` runs one warmup copy of the first request, one
-    denoising step by default, first. A first request that ran as many steps as the others is kept.
+    Only on evidence: a warmed-up ``sglang generate`` runs one warmup copy of the first request,
+    one denoising step by default, first. A first request that ran as many steps as the others
+    is kept.
     """
     if log.explicit_warmup or not log.warmup_flag or not counted:
         return
@@ -131,12 +137,12 @@ def _infer_warmup(log: ScannedLog, counted: list[Request], warnings: list[str]) 
         counted[0].warmup = True
         warnings.append(
             f"no warmup marker in log; treating the first of {len(counted)} requests as the warmup "
-            "(--warmup is on, and it ran 1 denoising step where the others ran more)"
+            "(warmup is on, and it ran 1 denoising step where the others ran more)"
         )
         return
     shown = "an unknown number of" if first is None else str(first)
     warnings.append(
-        f"--warmup is on but no request looks like a warmup (no warmup marker; the first ran {shown} "
+        f"warmup is on but no request looks like a warmup (no warmup marker; the first ran {shown} "
         f"denoising steps); all {len(counted)} requests are taken as measured"
     )
 
@@ -236,8 +242,8 @@ def _e2e_ms(log: ScannedLog, chosen: Request, measured: list[Request], warnings:
 
 def _peak_mb(log: ScannedLog, chosen: Request, measured: list[Request], warnings: list[str]) -> float | None:
     """Peak GPU memory (reserved) of the measured request, in MiB."""
-    if chosen.peak_gib is not None:
-        return gib_to_mib(chosen.peak_gib)
+    if chosen.peak_mb is not None:
+        return chosen.peak_mb
     if log.max_peak_mb is not None:
         # sglang computes "Max peak" over the real requests only, so it never includes a warmup.
         if len(measured) > 1:

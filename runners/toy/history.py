@@ -224,7 +224,9 @@ MAIN: tuple[Step, ...] = (
     Step(
         "14-release-0.2.0",
         "Release 0.2.0",
-        "Bump the version.",
+        "Bump the version. The command line follows sglang 0.5.18: --warmup gives\n"
+        "way to --warmup-mode {off,request,server}, and paths and timings are printed\n"
+        "in colour, as sglang prints them.",
         ChangeKind.NEUTRAL,
         "none",
         MIRA,

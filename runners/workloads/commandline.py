@@ -1,7 +1,9 @@
 """Command lines and environment of a benchmark run, built from a case the way maintainers type them.
 
 ``CaseSpec.params`` and ``CaseSpec.flags`` are keyed by sglang's own flag names: ``True`` renders
-``--flag``, a string or number ``--flag value``, a list ``--flag v1 v2``, ``False``/``None`` nothing.
+``--flag``, a string or number ``--flag value``, a list ``--flag v1 v2``, ``False``/``None`` nothing,
+each as the build being measured accepts it (:mod:`runners.workloads.cli.intents`: ``warmup`` is an
+intent spelled per build, and an option the build lacks is refused by name).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from runners.jobspec import CaseSpec
+from runners.workloads.cli.intents import render_for_build
+from runners.workloads.cli.options import CliOptions
 
 DEFAULT_GENERATE = ("sglang", "generate")
 DEFAULT_SERVE = ("sglang", "serve")
@@ -34,11 +38,20 @@ _PARAM_ORDER = (
     "seed",
 )
 # Shown in the reproduction line when set; the rest of the inherited environment is noise.
-SHOWN_ENV = ("CUDA_VISIBLE_DEVICES", "SGLANG_GIT_COMMIT", "TORCH_LOGS")
+SHOWN_ENV = (
+    "CUDA_VISIBLE_DEVICES",
+    "SGLANG_GIT_COMMIT",
+    "TORCH_LOGS",
+    "SGLANG_DIFFUSION_SYNC_STAGE_PROFILING",
+)
+# sglang times each stage and denoising step with the host's clock and, unless this is "1", without a
+# device sync (runtime/utils/perf_logger.py, 0.5.23): a step's time is then when the host finished
+# queueing it. The runner asks for synchronised times and records which it asked for.
+SYNC_STEPS_VARIABLE = "SGLANG_DIFFUSION_SYNC_STAGE_PROFILING"
 
 
 def render_value(value: Any) -> list[str]:
-    """The argv words for one flag value (after the flag itself)."""
+    """The argv words for one flag value (after the flag itself), without knowing the build."""
     if isinstance(value, bool):
         return []
     if isinstance(value, list | tuple):
@@ -47,7 +60,11 @@ def render_value(value: Any) -> list[str]:
 
 
 def render_options(options: Iterable[tuple[str, Any]]) -> list[str]:
-    """``--name value`` words for (name, value) pairs; ``False``/``None`` are left out."""
+    """``--name value`` words for (name, value) pairs as written, checked against no build.
+
+    Only for showing a case's options; a command line that runs goes through
+    :func:`runners.workloads.cli.intents.render_for_build`.
+    """
     words: list[str] = []
     for name, value in options:
         if value is False or value is None:
@@ -65,24 +82,41 @@ def ordered_params(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return known + rest
 
 
-def build_generate_command(
-    case: CaseSpec, perf_dump_path: Path, executable: Sequence[str] = DEFAULT_GENERATE
-) -> list[str]:
-    """``sglang generate --model-path M <params> <flags in suite order> --perf-dump-path P``."""
+def generate_options(
+    case: CaseSpec, perf_dump_path: Path, extra: Sequence[tuple[str, Any]] = ()
+) -> list[tuple[str, Any]]:
+    """``--model-path M <params> <flags in suite order> --perf-dump-path P <extra>`` as (name, value)."""
     return [
-        *executable,
-        "--model-path",
-        case.model,
-        *render_options(ordered_params(case.params)),
-        *render_options(case.flags.items()),
-        "--perf-dump-path",
-        str(perf_dump_path),
+        ("model-path", case.model),
+        *ordered_params(case.params),
+        *case.flags.items(),
+        ("perf-dump-path", str(perf_dump_path)),
+        *extra,
     ]
 
 
-def build_serve_command(case: CaseSpec, port: int, executable: Sequence[str] = DEFAULT_SERVE) -> list[str]:
-    """``sglang serve --model-path M <flags in suite order> --port P``; parameters go into requests."""
-    return [*executable, "--model-path", case.model, *render_options(case.flags.items()), "--port", str(port)]
+def serve_options(case: CaseSpec, port: int) -> list[tuple[str, Any]]:
+    """``--model-path M <flags in suite order> --port P``; parameters go into the requests."""
+    return [("model-path", case.model), *case.flags.items(), ("port", port)]
+
+
+def build_generate_command(
+    case: CaseSpec,
+    perf_dump_path: Path,
+    executable: Sequence[str],
+    build: CliOptions,
+    extra: Sequence[tuple[str, Any]] = (),
+) -> list[str]:
+    """The ``sglang generate`` argv for ``case``, spelled as ``build`` accepts it.
+
+    Raises :class:`~runners.workloads.cli.intents.UnsupportedOption` for an option ``build`` lacks.
+    """
+    return [*executable, *render_for_build(generate_options(case, perf_dump_path, extra), build)]
+
+
+def build_serve_command(case: CaseSpec, port: int, executable: Sequence[str], build: CliOptions) -> list[str]:
+    """The ``sglang serve`` argv for ``case``, spelled as ``build`` accepts it (see above)."""
+    return [*executable, *render_for_build(serve_options(case, port), build)]
 
 
 def benchmark_env(
@@ -92,10 +126,18 @@ def benchmark_env(
     gpu_ids: Sequence[int],
     extra: Mapping[str, str] | None = None,
     pythonpath: Path | None = None,
+    sync_steps: bool | None = None,
 ) -> dict[str, str]:
-    """The child's environment: ``base`` plus what every benchmark run sets."""
+    """The child's environment: ``base`` plus what every benchmark run sets.
+
+    ``sync_steps``: ``True`` asks sglang for device-synchronised stage and step times, ``False``
+    for host times; ``None`` leaves the variable as ``base`` has it (a workload that times its steps
+    by other means, the toy).
+    """
     env = dict(base)
     env.update(extra or {})
+    if sync_steps is not None:
+        env[SYNC_STEPS_VARIABLE] = "1" if sync_steps else "0"
     env["SGLANG_GIT_COMMIT"] = candidate_sha  # perf dumps record the commit they measured
     if gpu_ids:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(gpu) for gpu in gpu_ids)

@@ -39,6 +39,9 @@ def default_workloads(
             serve_executable=(sys.executable, "-m", TOY_MODULE, "serve"),
             workdir="tree",
             tree_on_pythonpath=True,
+            # The toy times its steps in its thread's CPU time and has no server to ask.
+            sync_steps=None,
+            serve_help_args=(),
             base_env=base_env,
             probe=EnvironmentProbe(env=base_env),
             extra_env={

@@ -1,9 +1,10 @@
 """Serve mode: start ``sglang serve``, wait until it answers, time N requests, always stop it.
 
 Maintainers report served cases as "median of N requests after warmup, each arm on a fresh
-server". Readiness is sglang diffusion's ``GET /health`` (``http_server.py``'s health router,
-answers once the workers are up); what one image or video request is, and how it is timed, is
-:mod:`runners.workloads.serve_api`'s.
+server". Readiness is sglang diffusion's ``GET /health`` (``http_server.py``'s health router: 503
+until the workers are up and, since 0.5.18, until the server's own warmup request has run; 503
+"unhealthy" with an error once a worker died, which ends the wait at once); what one image or video
+request is, and how it is timed, is :mod:`runners.workloads.serve_api`'s.
 
 Before the measured requests the client sends its own warmup request(s) with the same body: the
 server's startup warmup may run another resolution, and with torch.compile on the first request
@@ -122,6 +123,24 @@ def run_served(
     return outcome
 
 
+def _unhealthy(answer: httpx.Response) -> str | None:
+    """The error of a health answer that says the server is broken, not merely warming up.
+
+    sglang 0.5.23 answers 503 with no body until its warmup ends, and 503 with
+    ``{"status": "unhealthy", "error": ...}`` once a scheduler worker or its broker has died
+    (``entrypoints/http_server.py``): waiting longer cannot help then.
+    """
+    if answer.status_code != 503 or not answer.content:
+        return None
+    try:
+        body = answer.json()
+    except ValueError:
+        return None
+    if isinstance(body, dict) and body.get("status") == "unhealthy":
+        return str(body.get("error") or "no reason given")
+    return None
+
+
 def _stop_on_cancel(
     cancel: threading.Event, finished: threading.Event, server: ManagedProcess, grace_s: float
 ) -> None:
@@ -198,6 +217,9 @@ class _Session:
                 answer = self.client.get(url, timeout=min(5.0, max(ready_deadline - time.monotonic(), 0.1)))
                 if answer.status_code == 200:
                     return None
+                unhealthy = _unhealthy(answer)
+                if unhealthy is not None:
+                    return ServedOutcome(failure=f"server unhealthy before it was ready: {unhealthy}")
             except httpx.HTTPError:
                 pass  # not listening yet
             now = time.monotonic()

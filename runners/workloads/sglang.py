@@ -15,8 +15,12 @@ from typing import Any, Literal
 
 from runners.jobenv import job_environ
 from runners.jobspec import CaseSpec
-from runners.outputs import OUTPUT_DIR_NAME, CapturedOutput, capture_output, output_flags
+from runners.outputs import OUTPUT_DIR_NAME, CapturedOutput, capture_output, output_options
+from runners.parsing import clean_console_text
 from runners.workloads.base import CapturedFile, WorkloadContext, WorkloadResult
+from runners.workloads.cli.discovery import HelpFailed, OptionsCache
+from runners.workloads.cli.intents import UnsupportedOption
+from runners.workloads.cli.options import CliOptions
 from runners.workloads.commandline import (
     DEFAULT_GENERATE,
     DEFAULT_SERVE,
@@ -24,13 +28,16 @@ from runners.workloads.commandline import (
     benchmark_env,
     build_generate_command,
     build_serve_command,
+    generate_options,
     render_command,
+    render_options,
+    serve_options,
 )
 from runners.workloads.compile_log import CompileEventCounter, compile_counters
 from runners.workloads.conditions import CpuSampler
 from runners.workloads.environment import EnvironmentProbe, interpreter_for
 from runners.workloads.process import SUBPROCESS_LAUNCH, LogCapture, run_process
-from runners.workloads.profiling import collect_trace, profile_args, profile_env
+from runners.workloads.profiling import collect_trace, profile_env, profile_options
 from runners.workloads.serve import (
     ServeSettings,
     free_port,
@@ -41,9 +48,18 @@ from runners.workloads.serve import (
     unsupported_task,
 )
 
-__all__ = ["PERF_DUMP_NAME", "SglangWorkload", "build_generate_command", "build_serve_command"]
+__all__ = [
+    "PERF_DUMP_NAME",
+    "SETUP_FAILED",
+    "SglangWorkload",
+    "build_generate_command",
+    "build_serve_command",
+]
 
 PERF_DUMP_NAME = "perf_dump.json"
+# The start of a failure reason for a run that never started: the candidate's command line cannot
+# express the case (or could not be asked what it accepts). Not a measurement, never a regression.
+SETUP_FAILED = "setup failed"
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,13 @@ class SglangWorkload:
     interpreter behind the executable); ``probe=None`` captures no environment at all.
     ``cpu_sampler`` makes the sampler of what else the machine did during the run (``None``: none);
     its result and the GPUs' clocks and throttle reasons go to the environment's ``conditions``.
+
+    Before each run the candidate's own command line is asked which options it accepts
+    (``options_cache``, once per commit; generate is asked with the case's ``--model-path``, serve
+    with ``serve_help_args``), and the case is spelled in that build's options
+    (:mod:`runners.workloads.cli.intents`); what it cannot express ends the run as a setup failure.
+    ``sync_steps`` asks sglang for device-synchronised step times (``None``: leave it, the toy times
+    its own steps); the run's environment records which clock was asked for as ``step_timing``.
     """
 
     generate_executable: tuple[str, ...] = DEFAULT_GENERATE
@@ -71,6 +94,9 @@ class SglangWorkload:
     serve: ServeSettings = field(default_factory=ServeSettings)
     kill_grace_s: float = 10.0
     cpu_sampler: Callable[[], CpuSampler] | None = CpuSampler
+    options_cache: OptionsCache = field(default_factory=OptionsCache)
+    serve_help_args: tuple[str, ...] = ("--model-type", "diffusion")
+    sync_steps: bool | None = True
 
     def run(self, case: CaseSpec, context: WorkloadContext) -> WorkloadResult:
         """Execute ``case``; a failure of the benchmark comes back in ``failure``, never raised."""
@@ -84,10 +110,18 @@ class SglangWorkload:
         context.job_dir.mkdir(parents=True, exist_ok=True)
         dump_path = context.job_dir / PERF_DUMP_NAME
         dump_path.unlink(missing_ok=True)  # a dump from an earlier attempt must not pass for this one
-        argv = build_generate_command(case, dump_path, self.generate_executable)
-        argv += output_flags(case.params, case.flags, context.job_dir / OUTPUT_DIR_NAME)
-        argv += profile_args(context.profile_steps)  # an evidence job: a trace of steady steps
-        setup = self._prepare(context, self.generate_executable)
+        extra = [
+            *output_options(case.params, case.flags, context.job_dir / OUTPUT_DIR_NAME),
+            *profile_options(context.profile_steps),  # an evidence job: a trace of steady steps
+        ]
+        env = self._env(context)
+        try:
+            build = self._options(self.generate_executable, ("--model-path", case.model), env, context)
+            argv = build_generate_command(case, dump_path, self.generate_executable, build, extra)
+        except (HelpFailed, UnsupportedOption) as error:
+            wanted = [*self.generate_executable, *render_options(generate_options(case, dump_path, extra))]
+            return _setup_failure(error, render_command(wanted, env, self._shown_env()))
+        setup = self._prepare(context, self.generate_executable, env)
         setup.env.update(profile_env(context.job_dir, context.profile_steps))
         outcome = run_process(
             argv,
@@ -101,22 +135,23 @@ class SglangWorkload:
             launcher=context.launcher,
         )
         dump_text = _read_text(dump_path)
+        log_text = clean_console_text(setup.capture.text())
         environment = self._record_after(context, setup)
         if self.probe is not None and outcome.launch:
             environment["launch"] = outcome.launch  # how the process started: fresh or forked
         saved = CapturedOutput()
         if outcome.failure is None:
             cwd = self._cwd(context)
-            saved = capture_output(setup.capture.text(), cwd=cwd, roots=(context.job_dir, cwd))
+            saved = capture_output(log_text, cwd=cwd, roots=(context.job_dir, cwd))
         files: tuple[CapturedFile, ...] = ()
         if context.profile_steps > 0:
-            files, missing = collect_trace(setup.capture.text(), context.job_dir)
+            files, missing = collect_trace(log_text, context.job_dir)
             environment["profile"] = {"steps": context.profile_steps, "trace": [f.name for f in files]}
             if missing:
                 environment["profile"]["warning"] = missing
         return WorkloadResult(
             command=render_command(argv, setup.env, self._shown_env()),
-            log_text=setup.capture.text(),
+            log_text=log_text,
             perf_dump_text=dump_text,
             exit_code=outcome.exit_code,
             timed_out=outcome.timed_out,
@@ -135,8 +170,14 @@ class SglangWorkload:
             return WorkloadResult(command="", log_text="", failure=unsupported)
         context.job_dir.mkdir(parents=True, exist_ok=True)
         port = free_port(self.serve.host)
-        argv = build_serve_command(case, port, self.serve_executable)
-        setup = self._prepare(context, self.serve_executable)
+        env = self._env(context)
+        try:
+            build = self._options(self.serve_executable, self.serve_help_args, env, context)
+            argv = build_serve_command(case, port, self.serve_executable, build)
+        except (HelpFailed, UnsupportedOption) as error:
+            wanted = [*self.serve_executable, *render_options(serve_options(case, port))]
+            return _setup_failure(error, render_command(wanted, env, self._shown_env()))
+        setup = self._prepare(context, self.serve_executable, env)
         outcome = run_served(
             case,
             argv=argv,
@@ -150,6 +191,7 @@ class SglangWorkload:
             cancel=context.cancel,
             on_start=setup.watch.started,
         )
+        log_text = clean_console_text(setup.capture.text())
         environment = self._record_after(context, setup)
         if self.probe is not None:
             environment["launch"] = dict(SUBPROCESS_LAUNCH)  # a server always starts fresh
@@ -159,7 +201,7 @@ class SglangWorkload:
         return WorkloadResult(
             command=f"{render_command(argv, setup.env, self._shown_env())}  # then {requests} x "
             f"POST {request_path(case, self.serve)} {body}{polled}",
-            log_text=setup.capture.text(),
+            log_text=log_text,
             exit_code=outcome.exit_code,
             timed_out=outcome.timed_out,
             failure=outcome.failure,
@@ -169,10 +211,29 @@ class SglangWorkload:
             request_latencies_ms=outcome.latencies_ms,
         )
 
-    def _prepare(self, context: WorkloadContext, executable: tuple[str, ...]) -> _RunSetup:
-        """Set up one run of ``executable``: its environment, what is recorded before it, its watchers."""
-        env = self._env(context)
+    def _options(
+        self,
+        executable: tuple[str, ...],
+        question: tuple[str, ...],
+        env: Mapping[str, str],
+        context: WorkloadContext,
+    ) -> CliOptions:
+        """The options the candidate's ``executable`` accepts, asked with ``question + --help``."""
+        return self.options_cache.options(
+            [*executable, *question, "--help"],
+            commit=context.candidate_sha,
+            env=env,
+            cwd=self._cwd(context),
+            label=_label(executable),
+        )
+
+    def _prepare(
+        self, context: WorkloadContext, executable: tuple[str, ...], env: dict[str, str]
+    ) -> _RunSetup:
+        """Set up one run of ``executable`` in ``env``: what is recorded before it, its watchers."""
         environment = self._environment_before(context, env, executable)
+        if self.probe is not None and self.sync_steps is not None:
+            environment["step_timing"] = "device-synchronized" if self.sync_steps else "host"
         counter = CompileEventCounter()
         capture = LogCapture(context.max_log_bytes, _Tee(counter.feed, context.on_output))
         return _RunSetup(env, environment, counter, capture, _Conditions(self, context))
@@ -192,6 +253,7 @@ class SglangWorkload:
             gpu_ids=context.gpu_ids,
             extra=self.extra_env,
             pythonpath=context.tree if self.tree_on_pythonpath else None,
+            sync_steps=self.sync_steps,
         )
 
     def _cwd(self, context: WorkloadContext) -> Path:
@@ -274,6 +336,19 @@ class _Conditions:
         if self._probe is None or not self._context.gpu_ids:
             return []
         return self._probe.gpu_conditions(self._context.gpu_ids)
+
+
+def _label(executable: tuple[str, ...]) -> str:
+    """How messages name the command: ``sglang generate``, ``toydit generate`` (its last two words)."""
+    *program, command = executable[-2:] if len(executable) > 1 else ("", *executable)
+    name = Path(program[0]).name if program and program[0] else ""
+    return f"{name} {command}".strip()
+
+
+def _setup_failure(error: HelpFailed | UnsupportedOption, command: str) -> WorkloadResult:
+    """A run that never started: the candidate's command line cannot take the case (or be asked)."""
+    reason = f"{SETUP_FAILED}: {error}"
+    return WorkloadResult(command=command, log_text=reason, failure=reason)
 
 
 def compiles(case: CaseSpec) -> bool:

@@ -1,35 +1,48 @@
 #!/usr/bin/env python3
-"""A stand-in for ``sglang`` (``generate`` and ``serve``) that replays recorded output.
+"""A stand-in for ``sglang`` (``generate`` and ``serve``), as strict as the published release it plays.
 
-Usage: ``fake_sglang.py generate|serve [sglang flags...]``. Behaviour is chosen by environment:
+Usage: ``fake_sglang.py generate|serve [sglang flags...]``. The argv is parsed with the option table
+recorded from the real package (:mod:`tests.fakes.sglang_cli`): an unknown option exits 1, an
+ambiguous or badly valued one exits 2, ``--help`` prints argparse's help, exactly as that release
+does. Behaviour is chosen by environment:
 
+``FAKE_SGLANG_ERA``
+    ``current`` (default): sglang 0.5.23's options (``--warmup-mode``) and wording, colour codes
+    included (:mod:`tests.fakes.sglang_logs`); only ``--warmup-mode request`` warms ``generate``
+    up, and serve's ``/health`` answers 503 until its server warmup ends. ``legacy``: 0.5.10's
+    options (``--warmup``) and the older wording (recorded logs in ``tests/data/sglang``).
+``FAKE_SGLANG_OPTIONS``
+    another recorded option table (a path) to parse with.
 ``FAKE_SGLANG_SCENARIO``
     generate: ``ok`` (default), ``crash``, ``hang``, ``no_timing``, ``flood``, ``oom_kill``,
     ``graph_breaks``, ``dynamo_counters``.
-    serve: ``ok`` (default), ``exit_early``, ``never_ready``, ``request_error`` (the server's third
-    request, image or video, is refused with HTTP 500), ``request_hang``; for videos also
-    ``video_failed`` (the third job ends ``failed``), ``video_never_completes`` (every job after the
-    client's warmup stays ``in_progress``), ``video_no_content`` / ``video_empty_content`` (after the
-    warmup, ``/content`` answers 404 / no bytes), ``video_server_dies`` (the server exits while the
-    first job after the warmup is polled).
+    serve: ``ok`` (default), ``exit_early``, ``never_ready``, ``backend_dead`` (``/health`` answers
+    503 with sglang's "unhealthy" body), ``request_error`` (the server's third request, image or
+    video, is refused with HTTP 500), ``request_hang``; for videos also ``video_failed`` (the third
+    job ends ``failed``), ``video_never_completes`` (every job after the client's warmup stays
+    ``in_progress``), ``video_no_content`` / ``video_empty_content`` (after the warmup,
+    ``/content`` answers 404 / no bytes), ``video_server_dies`` (the server exits while the first
+    job after the warmup is polled).
+``FAKE_SGLANG_STEP_SCALE``
+    generate: a factor on every denoising step time the run reports (default 1; a planted change).
+``FAKE_SGLANG_SERVER_WARMUP_S``
+    how long serve's own warmup keeps ``/health`` at 503 (current era, default 0.3).
 ``FAKE_SGLANG_VIDEO_S``
     how long a video job takes (default 0.2): ``queued`` for its first third, then ``in_progress``.
 ``FAKE_SGLANG_ECHO``
     a file that receives ``{"argv": [...], "env": {...}}`` (SGLANG_GIT_COMMIT, CUDA_VISIBLE_DEVICES,
-    TORCH_LOGS, PYTHONUNBUFFERED, PYTHONPATH) and, while it runs, ``"pids"``: its own pid and its
-    worker's, so tests can check that nothing survives.
+    TORCH_LOGS, PYTHONUNBUFFERED, PYTHONPATH, ...) and, while it runs, ``"pids"``: its own pid and
+    its worker's, so tests can check that nothing survives. ``--help`` runs leave it alone.
 ``FAKE_SGLANG_IGNORE_TERM=1``
     the fake and its worker ignore SIGTERM: only SIGKILL stops them.
 ``FAKE_SGLANG_FLOOD_LINES``
     how many filler lines ``flood`` prints (default 20000).
 
-Logs and dumps come from ``tests/data/sglang`` (real or sglang-format output); nothing here runs
-at import time, so tests may import the log builders.
+Nothing here runs at import time, so tests may import the log builders.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import os
@@ -43,7 +56,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "sglang"
+ROOT = Path(__file__).resolve().parents[2]
+if __package__ in (None, ""):  # run as a script: make the fake's sibling modules importable
+    sys.path.insert(0, str(ROOT))
+
+from tests.fakes import sglang_cli, sglang_logs  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "sglang"
 OK_LOG = "qwen_image_669a9bd.log"
 OK_OUTPUT_NAME = (  # the file the OK log says it saved
     "A_coffee_shop_entrance_features_a_chalkboard_sign_reading_Qwen_Coffee_2_per_cup_with_a_neon_light_beside"
@@ -57,6 +76,7 @@ ECHOED_ENV = (
     "PYTHONUNBUFFERED",
     "PYTHONPATH",
     "TORCHINDUCTOR_CACHE_DIR",
+    "SGLANG_DIFFUSION_SYNC_STAGE_PROFILING",
 )
 
 # Served requests: the k-th request the server runs (the client's warmup is k = 0) reports an
@@ -64,6 +84,7 @@ ECHOED_ENV = (
 SERVED_BASE_S = 0.2637
 SERVED_DELTA_S = 0.001
 SERVED_WARMUP_STEP_S = 41.2871
+SERVED_PEAK_MB = 47626.24
 STAGES = (
     ("InputValidationStage", 0.0001),
     ("TextEncodingStage", 0.2104),
@@ -87,12 +108,24 @@ def say(text: str = "") -> None:
         print(f"{stamp()} {line}" if line else "", flush=True)
 
 
-def replay(name: str) -> None:
-    """Print a recorded log; its "# " header lines are notes of whoever recorded it, not output."""
+def replay(name: str, *, warmed_up: bool = True) -> None:
+    """Print a recorded log; its "# " header lines are notes of whoever recorded it, not output.
+
+    ``warmed_up=False`` leaves out the recorded warmup request (from "Processing warmup req" to
+    "Warmup req processed") and the summary's warmed-up line: 0.5.10 without ``--warmup``.
+    """
     text = (DATA / name).read_text(encoding="utf-8")
+    in_warmup = False
     for line in text.splitlines():
-        if not line.startswith("# "):
-            print(line, flush=True)
+        if line.startswith("# "):
+            continue
+        if not warmed_up:
+            if "Processing warmup req" in line:
+                in_warmup = True
+            if in_warmup or "Warmed-up request processed" in line:
+                in_warmup = in_warmup and "Warmup req processed in" not in line
+                continue
+        print(line, flush=True)
 
 
 def echo(argv: list[str], **extra: Any) -> None:
@@ -213,13 +246,9 @@ def compile_events(rank: int, pid: int) -> list[str]:
 
 
 def generate(argv: list[str], scenario: str) -> int:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--perf-dump-path")
-    parser.add_argument("--save-output", action="store_true")
-    parser.add_argument("--output-path", default="outputs")
-    args, _ = parser.parse_known_args(argv)
+    parsed = sglang_cli.parse_or_exit("generate", argv)  # exits as the real CLI does, --help included
     echo(argv)
-    dump_path = Path(args.perf_dump_path) if args.perf_dump_path else None
+    dump_path = Path(parsed.get("perf_dump_path")) if parsed.get("perf_dump_path") else None
     if scenario == "crash":
         replay("error_during_execution.log")
         return 1
@@ -245,15 +274,29 @@ def generate(argv: list[str], scenario: str) -> int:
         for rank in (0, 1):
             for record in compile_events(rank, 4000 + rank):
                 print(record, file=sys.stderr, flush=True)
-    replay(OK_LOG)
-    if args.save_output:  # the picture the replayed log says it saved, 64² (the log's is 1024²)
+    output = None
+    if parsed.get("save_output", False):  # the recorded picture's name, 64² (the log's is 1024²)
+        output = Path(parsed.get("output_path", "outputs/")) / OK_OUTPUT_NAME
+    commit = os.environ.get("SGLANG_GIT_COMMIT", "N/A")
+    scale = float(os.environ.get("FAKE_SGLANG_STEP_SCALE", "1"))
+    if sglang_cli.era() == "legacy":
+        replay(OK_LOG, warmed_up=bool(parsed.get("warmup", False)))
+        dump = json.loads((DATA / OK_DUMP).read_text(encoding="utf-8"))
+        dump["commit_hash"] = commit
+    else:
+        run = current_run(parsed, dump_path, output, scale)
+        write_chunks(sglang_logs.generate_log(run))
+        dump = sglang_logs.perf_dump(
+            run, commit=commit, recorded=json.loads((DATA / OK_DUMP).read_text("utf-8"))
+        )
+    for step in dump["denoise_steps_ms"]:
+        step["duration_ms"] *= scale
+    if output is not None:
         from PIL import Image
 
-        Path(args.output_path).mkdir(parents=True, exist_ok=True)
-        Image.new("RGB", (64, 64), (200, 80, 20)).save(Path(args.output_path) / OK_OUTPUT_NAME)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (64, 64), (200, 80, 20)).save(output)
     if dump_path is not None:
-        dump = json.loads((DATA / OK_DUMP).read_text(encoding="utf-8"))
-        dump["commit_hash"] = os.environ.get("SGLANG_GIT_COMMIT", dump.get("commit_hash"))
         if scenario == "dynamo_counters":
             dump["dynamo_counters"] = {
                 "graph_breaks": 7,
@@ -265,12 +308,50 @@ def generate(argv: list[str], scenario: str) -> int:
     return 0
 
 
+def write_chunks(chunks: list[sglang_logs.Chunk]) -> None:
+    """Write log records and progress bars in the order the real process does, flushing each."""
+    for chunk in chunks:
+        stream = sys.stderr if chunk.stream == "stderr" else sys.stdout
+        stream.write(chunk.text)
+        stream.flush()
+
+
+def current_run(
+    parsed: sglang_cli.Parsed, dump_path: Path | None, output: Path | None, scale: float = 1.0
+) -> sglang_logs.GenerateRun:
+    """What 0.5.23's ``generate`` does with these arguments (its warmup mode resolved as it does)."""
+    prompt = parsed.get("prompt", " ")
+    server_args = {
+        "model_path": parsed.get("model_path"),
+        "num_gpus": parsed.get("num_gpus", 1),
+        "enable_torch_compile": bool(parsed.get("enable_torch_compile", False)),
+        "warmup_mode": sglang_logs.resolved_warmup_mode(parsed.values),
+    }
+    return sglang_logs.GenerateRun(
+        prompt=" ".join(prompt) if isinstance(prompt, list) else str(prompt),
+        width=int(parsed.get("width", 1024)),
+        height=int(parsed.get("height", 1024)),
+        steps=int(parsed.get("num_inference_steps", 50)),
+        warmup_mode=str(server_args["warmup_mode"]),
+        server_args=server_args,
+        dump_path=str(dump_path.resolve()) if dump_path else None,
+        output_path=str(output) if output else None,
+        step_scale=scale,
+    )
+
+
 # ------------------------------------------------------------------ serve
 
 
-def request_log(average_s: float, steps: int, *, warmup: bool = False) -> str:
-    """What sglang's scheduler prints for one request (stage profiler lines, tqdm, memory)."""
-    lines = [f"Running pipeline stages: {PIPELINE}"]
+def request_log(average_s: float, steps: int, *, warmup: bool = False, era: str = "legacy") -> str:
+    """What sglang's scheduler prints for one request (stage profiler lines, tqdm, memory).
+
+    ``legacy`` (0.5.10): a "Running pipeline stages" line and "Peak GPU memory: X GB"; a warmup is
+    framed by "Processing warmup req..." / "Warmup req processed in". ``current`` (0.5.23): no
+    stages line, "Peak memory usage: X MB" (openai/utils.py), and a warmup (the server's own here)
+    shows only as the "Warmup requests" bar's frames.
+    """
+    lines = [f"Running pipeline stages: {PIPELINE}"] if era == "legacy" else []
     for name, seconds in STAGES:
         lines += [f"[{name}] started...", f"[{name}] finished in {seconds:.4f} seconds"]
     lines += [
@@ -281,26 +362,38 @@ def request_log(average_s: float, steps: int, *, warmup: bool = False) -> str:
         f"[DenoisingStage] finished in {average_s * steps:.4f} seconds",
         "[DecodingStage] started...",
         "[DecodingStage] finished in 0.0179 seconds",
-        (
+    ]
+    if era == "legacy":
+        lines.append(
             "Peak GPU memory: 46.51 GB, Peak allocated: 44.38 GB, Memory pool overhead: 2.13 GB (4.6%), "
             "Remaining GPU memory at peak: 93.29 GB."
-        ),
-    ]
-    if warmup:
-        lines = ["Processing warmup req...", *lines, f"Warmup req processed in {average_s + 4.4:.2f} seconds"]
+        )
+        if warmup:
+            lines = [
+                "Processing warmup req...",
+                *lines,
+                f"Warmup req processed in {average_s + 4.4:.2f} seconds",
+            ]
+    elif warmup:  # 0.5.23 logs no stage records of a warmup request: its bar is all there is
+        shape = "1024x1024"
+        first = sglang_logs.warmup_bar(0, shape, kind="server warmup req").lstrip("\r")
+        last = sglang_logs.warmup_bar(1, shape, average_s + 4.4, kind="server warmup req").lstrip("\r")
+        lines = [first, last]
+    else:
+        lines.append(f"Peak memory usage: {SERVED_PEAK_MB:.2f} MB")  # MiB: the old line's 46.51 GB
     return "\n".join(lines)
 
 
-def served_log(averages: list[float], steps: int = 50) -> str:
+def served_log(averages: list[float], steps: int = 50, *, era: str = "legacy") -> str:
     """A whole served log: startup, the server's 1-step warmup, then one block per request."""
     blocks = [
         "Starting server...",
-        request_log(SERVED_WARMUP_STEP_S, 1, warmup=True),
+        request_log(SERVED_WARMUP_STEP_S, 1, warmup=True, era=era),
         "The server is fired up and ready to roll!",
     ]
-    blocks += [request_log(average, steps) for average in averages]
+    blocks += [request_log(average, steps, era=era) for average in averages]
     return "\n".join(
-        f"[05-19 10:05:04] {line}" if line and not line[0].isspace() else line
+        f"[05-19 10:05:04] {line}" if line and not line[0].isspace() and "%|" not in line else line
         for block in blocks
         for line in block.split("\n")
     )
@@ -321,8 +414,12 @@ def video_status(job: dict[str, Any], scenario: str) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     scenario = "ok"
+    era = "current"
+    warmup_mode = "server"
     served = 0
     lock = threading.Lock()
+    warming = threading.Event()  # set while the server's own warmup runs (current era)
+    request_warmup_done = False
     jobs: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
@@ -348,8 +445,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         parts = self.path.strip("/").split("/")
         if self.path == "/health":
-            if self.scenario == "never_ready":
-                self._answer(503, {"detail": "loading"})
+            if self.scenario == "backend_dead":
+                self._answer(
+                    503, {"status": "unhealthy", "error": "Scheduler worker exited; restart the server."}
+                )
+            elif self.scenario == "never_ready" or _Handler.warming.is_set():
+                self._answer_bytes(503, b"", "text/plain")  # 0.5.23: an empty 503 until its warmup ends
             else:
                 self._answer(200, {"status": "ok"})
         elif parts[:2] == ["v1", "videos"] and len(parts) in (3, 4) and parts[2] in self.jobs:
@@ -401,13 +502,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(500, {"detail": OOM})
             return
         steps = int(body.get("num_inference_steps") or 50)
+        self._request_based_warmup()
         if self.path == "/v1/videos":
             self._create_video(number, body, steps)
             return
-        say(request_log(SERVED_BASE_S + number * SERVED_DELTA_S, steps))
+        say(request_log(SERVED_BASE_S + number * SERVED_DELTA_S, steps, era=self.era))
         time.sleep(0.02)
         image = base64.b64encode(b"\x89PNG fake").decode()
         self._answer(200, {"id": f"req-{number}", "created": int(time.time()), "data": [{"b64_json": image}]})
+
+    def _request_based_warmup(self) -> None:
+        """0.5.23's ``--warmup-mode request``: a warmup copy of the first request runs before it."""
+        with _Handler.lock:
+            if self.era != "current" or self.warmup_mode != "request" or _Handler.request_warmup_done:
+                return
+            _Handler.request_warmup_done = True
+        lines = request_log(SERVED_WARMUP_STEP_S, 1, warmup=True, era="current").replace(
+            "server warmup", "warmup"
+        )
+        say(f"{lines}\nThe server is fired up and ready to roll!")
 
     def _create_video(self, number: int, body: dict[str, Any], steps: int) -> None:
         """Answer at once with a queued job, as sglang's create_video does; the job "runs" meanwhile."""
@@ -426,14 +539,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.scenario in ("video_never_completes", "video_server_dies") and number >= 1:
             say("[DenoisingStage] started...")
         else:
-            say(request_log(SERVED_BASE_S + number * SERVED_DELTA_S, steps))
+            say(request_log(SERVED_BASE_S + number * SERVED_DELTA_S, steps, era=self.era))
         self._answer(200, {"id": job["id"], "object": "video", "status": "queued", "size": job["size"]})
 
 
 def serve(argv: list[str], scenario: str) -> int:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--port", type=int, default=30000)
-    args, _ = parser.parse_known_args(argv)
+    parsed = sglang_cli.parse_or_exit("serve", argv)  # exits as the real CLI does, --help included
+    era = sglang_cli.era()
     ignore_term_if_asked()
     worker = start_worker()
     echo(argv, pids=[os.getpid(), worker.pid])
@@ -442,15 +554,31 @@ def serve(argv: list[str], scenario: str) -> int:
         print("RuntimeError: Initialization failed. Please see the error messages above.", flush=True)
         worker.kill()
         return 1
-    say(request_log(SERVED_WARMUP_STEP_S, 1, warmup=True))
     _Handler.scenario = scenario
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), _Handler)
+    _Handler.era = era
+    # `sglang serve` passes warmup_mode="server" as a default; an explicit mode wins (0.5.23).
+    _Handler.warmup_mode = str(parsed.get("warmup_mode") or "server")
+    if era == "legacy":
+        say(request_log(SERVED_WARMUP_STEP_S, 1, warmup=True))
+    server = ThreadingHTTPServer(("127.0.0.1", int(parsed.get("port", 30000))), _Handler)
     server.daemon_threads = True
     say("Starting FastAPI server.")
-    if scenario != "never_ready":
+    if era == "current" and _Handler.warmup_mode == "server":
+        _Handler.warming.set()  # /health answers 503 until the synthetic warmup request is done
+        threading.Thread(target=_server_warmup, args=(scenario,), daemon=True).start()
+    elif scenario != "never_ready" and (era == "legacy" or _Handler.warmup_mode == "off"):
         say("The server is fired up and ready to roll!")
     server.serve_forever()
     return 0
+
+
+def _server_warmup(scenario: str) -> None:
+    """0.5.23's server-based warmup: once HTTP is live, a synthetic request; then ready."""
+    time.sleep(float(os.environ.get("FAKE_SGLANG_SERVER_WARMUP_S", "0.3")))
+    say(request_log(SERVED_WARMUP_STEP_S, 1, warmup=True, era="current"))
+    if scenario != "never_ready":
+        say("The server is fired up and ready to roll!")
+        _Handler.warming.clear()
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A misbehaving benchmark for the fault tests: ``fake_bench.py generate [sglang flags...]``.
 
+Its ``--help`` is the fake sglang's (the runner asks each build for its options before running it).
+
 ``FAULT_BENCH`` picks the behaviour; every one ends like ``tests/fakes/fake_sglang.py``'s ``ok``
 (a recorded sglang log and perf dump) unless it says otherwise:
 
@@ -37,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.fakes import sglang_cli  # noqa: E402
 from tests.fakes.fake_sglang import generate as replay_generate  # noqa: E402
 
 
@@ -58,11 +61,15 @@ def flood(megabytes: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if "--help" in argv or "-h" in argv:
+        # The runner asks every build for its options first: the faults are the benchmark's, the
+        # command line is sglang's own.
+        sglang_cli.parse_or_exit(argv[1], argv[2:])
     started = os.environ.get("FAULT_BENCH_STARTED")
     if started:
         Path(started).write_text(f"{os.getpid()}\n")
     scenario = os.environ.get("FAULT_BENCH", "ok")
-    args = argv[1:]
+    args = argv[2:]  # after the script and its "generate"
     if scenario == "silent":
         return 0
     if scenario == "chatter":

@@ -58,6 +58,27 @@ seed = 42
 [cases.flags]
 enable-torch-compile = true
 warmup = true
+
+# Incident 2's flag: sglang 0.5.10 has no --offload-during-compile yet.
+[[cases]]
+slug = "fake-t2i-offload"
+model = "Qwen/Qwen-Image-2512"
+family = "qwen-image"
+task = "t2i"
+hardware = ["cpu"]
+timeout_s = 10
+
+[cases.params]
+prompt = "a fox"
+width = 1024
+height = 1024
+num-inference-steps = 50
+seed = 42
+
+[cases.flags]
+enable-torch-compile = true
+warmup = true
+offload-during-compile = true
 """
 
 
@@ -120,11 +141,13 @@ class Tracker:
                 engine.dispose()
         return self.runner_tokens[runner]
 
-    def enqueue(self, sha: str, patches: list[str] | None = None, purpose: str = "") -> int:
+    def enqueue(
+        self, sha: str, patches: list[str] | None = None, purpose: str = "", case: str = "fake-t2i"
+    ) -> int:
         response = httpx.post(
             f"{self.url}/api/v1/jobs",
             json={
-                "case": "fake-t2i",
+                "case": case,
                 "hardware": "cpu",
                 "commit": {"sha": sha},
                 "patches": patches or [],

@@ -44,10 +44,11 @@ def make_agent(
     scenario: str = "ok",
     name: str = "cpu-1",
     transport: httpx.BaseTransport | None = None,
+    era: str = "current",
 ) -> Agent:
     workload = SglangWorkload(
         generate_executable=(*FAKE_SGLANG.split(), "generate"),
-        extra_env={"FAKE_SGLANG_SCENARIO": scenario},
+        extra_env={"FAKE_SGLANG_SCENARIO": scenario, "FAKE_SGLANG_ERA": era},
         probe=None,
         kill_grace_s=1.0,
     )
@@ -65,6 +66,28 @@ def run_detail(live: Tracker, job_id: int) -> dict[str, object]:
     assert len(runs) == 1, runs
     detail: dict[str, object] = httpx.get(f"{live.url}/api/v1/runs/{runs[0]['id']}").json()
     return detail
+
+
+def test_an_option_the_commit_does_not_accept_is_a_setup_failure(
+    live: Tracker, upstream: Upstream, tmp_path: Path
+) -> None:
+    sha = upstream.main[2]
+    job_id = live.enqueue(sha, case="fake-t2i-offload")
+    assert make_agent(live, tmp_path / "work", era="legacy").run(once=True) == 0
+    job = live.job(job_id)
+    assert job["state"] == "failed"
+    reason = str(job["failure_reason"])
+    assert reason.startswith("setup failed: "), reason
+    assert f"`fake_sglang.py generate` at {sha[:12]} has no option --offload-during-compile" in reason
+    run = run_detail(live, job_id)
+    assert run["status"] == "failed"
+    assert run["failure_reason"] == reason
+    assert run["denoise_step_ms"] is None  # never a measurement
+    assert "--offload-during-compile" in str(run["command"])  # what the case asked for, shown
+    # The same case on a commit whose sglang has the option (the current release) runs.
+    ok = live.enqueue(upstream.main[1], case="fake-t2i-offload")
+    assert make_agent(live, tmp_path / "work2").run(once=True) == 0
+    assert live.job(ok)["state"] == "done"
 
 
 def test_runs_a_plain_and_a_stacked_candidate(live: Tracker, upstream: Upstream, tmp_path: Path) -> None:

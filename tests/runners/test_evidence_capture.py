@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,14 @@ from runners.parsing import parse_run
 from runners.payload import job_result
 from runners.toy import create_toy_repository
 from runners.workloads.base import CapturedFile, WorkloadContext, WorkloadResult
-from runners.workloads.profiling import collect_trace, trace_file
+from runners.workloads.profiling import (
+    PROFILE_DIR_NAME,
+    PROFILER_DIR_VARIABLES,
+    collect_trace,
+    find_trace,
+    profile_env,
+    trace_file,
+)
 from runners.workloads.sglang import SglangWorkload
 
 CASE = CaseSpec(
@@ -86,6 +94,50 @@ def test_a_trace_is_gzipped_and_one_over_the_limit_is_left_out(tmp_path: Path) -
     # Without the log line, the newest trace in the profile directory is taken.
     assert collect_trace("no saved line", tmp_path)[0][0].name == "trace.json.gz"
     assert collect_trace("", tmp_path / "elsewhere") == ((), "the profiled run left no profiler trace")
+
+
+def test_the_logged_trace_is_found_through_its_colour_codes(tmp_path: Path) -> None:
+    # runtime/utils/profiler.py: f"Saved profiler traces to: {CYAN}{trace_path}{RESET}", always coloured;
+    # the path is the rest of the line, spaces and all.
+    job = tmp_path / "job 7"
+    directory = job / PROFILE_DIR_NAME
+    directory.mkdir(parents=True)
+    logged = directory / "8d3f61c2-denoise-global-rank0.trace.json.gz"
+    logged.write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    newer = directory / "other.trace.json.gz"  # what the newest-file fallback would take instead
+    newer.write_bytes(gzip.compress(b"{}"))
+    os.utime(logged, (1, 1))
+    log = f"[06-02 14:22:09] Saved profiler traces to: \x1b[1;36m{logged}\x1b[0;0m\n"
+    assert find_trace(log, directory) == logged
+    assert find_trace(log.replace("\x1b[1;36m", "").replace("\x1b[0;0m", ""), directory) == logged
+    files, warning = collect_trace(log, job)
+    assert warning is None
+    assert files[0].name == logged.name
+    assert gzip.decompress(files[0].content) == b'{"traceEvents": []}'
+
+
+def sglang_profiler_dir(env: dict[str, str]) -> str:
+    """Where sglang 0.5.14-0.5.23 writes traces (profiler.py, _resolve_profiler_log_dir)."""
+    return env.get("SGLANG_DIFFUSION_TORCH_PROFILER_DIR") or env.get("SGLANG_TORCH_PROFILER_DIR", "./logs")
+
+
+def test_the_trace_lands_in_the_job_directory_whatever_the_host_sets(tmp_path: Path) -> None:
+    assert profile_env(tmp_path, 0) == {}
+    expected = str((tmp_path / PROFILE_DIR_NAME).absolute())
+    assert profile_env(tmp_path, 3) == dict.fromkeys(PROFILER_DIR_VARIABLES, expected)
+    assert set(PROFILER_DIR_VARIABLES) == {"SGLANG_DIFFUSION_TORCH_PROFILER_DIR", "SGLANG_TORCH_PROFILER_DIR"}
+    hosts = [
+        {},
+        {"SGLANG_TORCH_PROFILER_DIR": "/scratch/theirs"},
+        {"SGLANG_DIFFUSION_TORCH_PROFILER_DIR": "/scratch/theirs"},
+        dict.fromkeys(PROFILER_DIR_VARIABLES, "/scratch/theirs"),
+    ]
+    for host in hosts:
+        env = {**host, **profile_env(tmp_path, 3)}
+        assert sglang_profiler_dir(env) == expected
+        assert env["SGLANG_TORCH_PROFILER_DIR"] == expected  # 0.5.10 reads only this one
+    relative = Path("job")  # sglang's envs.py asks for an absolute path
+    assert all(Path(value).is_absolute() for value in profile_env(relative, 1).values())
 
 
 @pytest.mark.slow

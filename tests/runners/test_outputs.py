@@ -19,10 +19,12 @@ from runners.outputs import (
     read_output,
     saved_paths,
 )
-from runners.parsing import ParsedRun, RunStatus
+from runners.parsing import ParsedRun, RunStatus, clean_console_text
 from runners.payload import as_body, job_result
 from runners.workloads.base import WorkloadResult
 from wire.outputs import MAX_REFERENCE_SIDE
+
+DATA = Path(__file__).parent.parent / "data" / "sglang"
 
 
 def gradient(width: int, height: int, shift: int = 0) -> np.ndarray:
@@ -59,6 +61,29 @@ def test_saved_paths_come_from_sglang_log_lines(tmp_path: Path) -> None:
         tmp_path / "outputs" / "Transform_into_anime_style_20260312-010712_73d9a86a.png",
         tmp_path / "abs.mp4",
     ]
+
+
+def test_a_colour_coded_saved_line_as_sglang_0_5_23_prints_it_is_read_digested_and_deleted(
+    tmp_path: Path,
+) -> None:
+    # The whole log, bytes as written: "Output saved to {CYAN}{path}{RESET}" (runtime/entrypoints/utils.py).
+    log = (DATA / "qwen_image_0.5.23.log").read_text(encoding="utf-8")
+    (line,) = [line for line in log.split("\n") if "Output saved to" in line]
+    assert "Output saved to \x1b[1;36moutputs/" in line
+    assert line.endswith(".png\x1b[0;0m")
+    relative = clean_console_text(line).split("Output saved to ", 1)[1]
+    pixels = gradient(48, 32)
+    saved = tmp_path / relative
+    saved.parent.mkdir()
+    Image.fromarray(pixels).save(saved)
+    assert saved_paths(log, tmp_path) == [saved]  # raw text is cleaned where it is read
+    assert saved_paths(clean_console_text(log), tmp_path) == [saved]
+    captured = capture_output(log, cwd=tmp_path, roots=(tmp_path,))
+    assert captured.warnings == ()
+    assert captured.output is not None
+    assert captured.output.digest == "sha256:" + hashlib.sha256(b"48x32\n" + pixels.tobytes()).hexdigest()
+    assert captured.output.file_name == saved.name
+    assert not saved.exists()
 
 
 def test_output_flags_only_where_the_case_does_not_set_them(tmp_path: Path) -> None:

@@ -145,6 +145,10 @@ def test_denoise_step_objects_are_put_in_step_order() -> None:
             dump(total_duration_ms=1.0, memory_checkpoints={"after_forward": {"peak_reserved_mb": -2}}),
             "memory_checkpoints.after_forward.peak_reserved_mb: must be a finite number >= 0",
         ),
+        (
+            dump(total_duration_ms=1.0, memory_checkpoints={"after_forward": {"peak_host_anon_mb": "lots"}}),
+            "memory_checkpoints.after_forward.peak_host_anon_mb: must be a finite number >= 0",
+        ),
         (dump(total_duration_ms=1.0, commit_hash=5), "commit_hash: must be a string"),
         ("[1, 2]", "perf dump: must be an object (got a list)"),
         ("", "perf dump is empty"),
@@ -172,6 +176,55 @@ def test_record_shape_stages_map_and_numeric_steps() -> None:
     assert result.peak_memory_mb == 900.0
     assert result.warnings == (
         "memory checkpoints have no peak_reserved_mb; peak memory is peak_allocated_mb",
+    )
+
+
+def checkpoint(peak_reserved_mb: float, host_mb: float = 0.0) -> dict[str, float]:
+    """A 0.5.23 memory checkpoint (runtime/utils/perf_logger.py, MemorySnapshot.to_dict)."""
+    return {
+        "allocated_mb": 100.0,
+        "reserved_mb": 120.0,
+        "peak_allocated_mb": 110.0,
+        "peak_reserved_mb": peak_reserved_mb,
+        "peak_host_anon_mb": host_mb,
+    }
+
+
+def test_replica_wide_checkpoints_stay_out_of_the_requests_peak() -> None:
+    # gpu_worker._record_replica_peak_memory adds load, warmup and runtime peaks to every dump.
+    checkpoints = {
+        "before_forward": checkpoint(41836.0),
+        "after_forward": checkpoint(46938.0, host_mb=18211.5),
+        "load_peak": checkpoint(58204.0),
+        "runtime_peak": checkpoint(47010.0),
+        "warmup_peak": checkpoint(52418.0),
+    }
+    result = parse_perf_dump(dump(total_duration_ms=1.0, memory_checkpoints=checkpoints))
+    assert result.peak_memory_mb == 46938.0
+    assert [c.name for c in result.memory_checkpoints] == list(checkpoints)  # all kept
+    assert result.memory_checkpoints[1] == MemoryCheckpoint(
+        "after_forward", 100.0, 120.0, 110.0, 46938.0, 18211.5
+    )
+    assert result.memory_checkpoints[0].peak_host_anon_mb is None  # 0.0: not sampled
+    assert result.warnings == ()
+
+
+def test_runtime_peak_stands_in_only_when_the_request_has_no_peak_of_its_own() -> None:
+    checkpoints = {"load_peak": checkpoint(58204.0), "runtime_peak": checkpoint(47010.0)}
+    result = parse_perf_dump(dump(total_duration_ms=1.0, memory_checkpoints=checkpoints))
+    assert result.peak_memory_mb == 47010.0
+    assert result.warnings == (
+        (
+            "memory checkpoints hold no peak of the request itself; peak memory is runtime_peak "
+            "(the highest over every real request this server ran)"
+        ),
+    )
+    only_loading = parse_perf_dump(
+        dump(total_duration_ms=1.0, memory_checkpoints={"load_peak": checkpoint(58204.0)})
+    )
+    assert only_loading.peak_memory_mb is None
+    assert only_loading.warnings == (
+        "memory checkpoints (load_peak) hold no peak of the request; peak memory unknown",
     )
 
 

@@ -116,3 +116,61 @@ def test_a_recorded_warmup_run_reads_as_one_timed_request() -> None:
     assert run.denoise_step_ms == pytest.approx(263.7)
     assert run.e2e_ms == pytest.approx(13628.4)
     assert (run.requests_seen, run.warmup_requests) == (2, 1)
+
+
+def served_request(avg_s: float, peak_line: str) -> str:
+    """One served request's records: its stages, the client-side timer, then its peak line."""
+    return "\n".join(
+        [
+            "[06-02 15:03:00] Sampling params:",
+            "[06-02 15:03:00] [DenoisingStage] started...",
+            f"[06-02 15:03:13] [DenoisingStage] average time per step: {avg_s:.4f} seconds",
+            f"[06-02 15:03:13] [DenoisingStage] finished in {avg_s * 50:.4f} seconds",
+            "[06-02 15:03:13] Pixel data generated successfully in \x1b[92m13.71\x1b[0;0m seconds",
+            f"[06-02 15:03:13] {peak_line}",
+            "",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("peak_lines", "peak_mb"),
+    [
+        # since 0.5.18 (runtime/entrypoints/openai/utils.py): MiB
+        (
+            [
+                "Peak memory usage: 48012.00 MB",
+                "Peak memory usage: 46938.00 MB",
+                "Peak memory usage: 46940.50 MB",
+            ],
+            46940.5,
+        ),
+        # up to 0.5.17: GiB
+        (
+            [
+                "Peak GPU memory: 46.89 GB, Peak allocated: 43.77 GB",
+                "Peak GPU memory: 45.84 GB",
+                "Peak GPU memory: 45.80 GB",
+            ],
+            45.84 * 1024,
+        ),
+    ],
+    ids=["peak-memory-usage-mib", "peak-gpu-memory-gib"],
+)
+def test_peak_memory_is_the_highest_of_the_timed_requests_in_either_wording(
+    peak_lines: list[str], peak_mb: float
+) -> None:
+    log = "".join(
+        served_request(avg, line) for avg, line in zip((0.9516, 0.2637, 0.2642), peak_lines, strict=True)
+    )
+    run = summarize_served(log, [13900.0, 13950.0])  # the first request is the unmeasured warmup
+    assert run.status is RunStatus.OK
+    assert run.peak_memory_mb == pytest.approx(peak_mb)
+    assert run.denoise_step_ms == pytest.approx(263.95)
+
+
+def test_an_invalid_peak_is_a_warning_and_not_a_figure() -> None:
+    log = served_request(0.2637, "Peak memory usage: nan MB")
+    run = summarize_served(log, [13900.0])
+    assert run.peak_memory_mb is None
+    assert any(w.startswith("ignored invalid value 'nan' in log line") for w in run.warnings)

@@ -337,6 +337,61 @@ def test_warmup_steps_flag_is_not_the_warmup_flag() -> None:
     assert run.e2e_ms == pytest.approx(5400.0)
 
 
+WARMUP_ON = [
+    "sglang generate --model-path x --warmup-mode request --seed 42",
+    "sglang generate --model-path x --warmup-mode server",
+    "sglang generate --model-path x --warmup-mode=request",
+    "sglang generate --model-path x --warmup --warmup-steps 1",
+    # 0.5.23 logs its resolved args as JSON (runtime/server_args/server_args.py).
+    f'{TS}server_args: {{"model_path": "x", "enable_torch_compile": true, "warmup_mode": "request", "warmup_steps": 1}}',
+    f'{TS}server_args: {{"warmup": true, "warmup_mode": null, "warmup_steps": 1}}',  # 0.5.14-0.5.17
+    f"{TS}server_args: ServerArgs(model_path='x', warmup_mode='server')",  # the repr fallback
+]
+WARMUP_OFF = [
+    "sglang generate --model-path x --warmup-mode off",
+    "sglang generate --model-path x --warmup --warmup-mode off",  # the mode wins (0.5.14-0.5.17)
+    f'{TS}server_args: {{"model_path": "x", "warmup_mode": "off", "warmup_steps": 1}}',
+    # The resolved server args come after the command line and have the last word.
+    f'sglang generate --warmup-mode request\n{TS}server_args: {{"warmup_mode": "off"}}',
+]
+
+
+@pytest.mark.parametrize("line", WARMUP_ON)
+def test_warmup_mode_request_or_server_switches_warmup_on(line: str) -> None:
+    text = (
+        line + "\n" + request(steps=1, avg="30.0000", total="30.0010", pixel="31.00") + request(pixel="36.90")
+    )
+    run = parse_sglang_log(text)
+    assert (run.requests_seen, run.warmup_requests) == (2, 1)
+    assert run.requests[0].warmup
+    assert run.denoise_step_mean_ms == 250.0
+    assert any("treating the first of 2 requests as the warmup" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize("line", WARMUP_OFF)
+def test_warmup_mode_off_is_no_warmup(line: str) -> None:
+    text = (
+        line + "\n" + request(steps=1, avg="30.0000", total="30.0010", pixel="31.00") + request(pixel="36.90")
+    )
+    run = parse_sglang_log(text)
+    assert (run.requests_seen, run.warmup_requests) == (2, 0)
+    assert run.e2e_ms == pytest.approx(36900.0)  # the client's timer holds no warmup
+
+
+def test_with_warmup_mode_on_the_first_requests_client_timer_is_not_its_e2e() -> None:
+    # 0.5.23's request-mode warmup prints only its bar; the client's timer ran through it.
+    text = (
+        "sglang generate --model-path x --warmup-mode request\n"
+        "Warmup requests:   0%|          | 0/1 [00:00<?, ?req/s]"
+        "\rWarmup requests: 100%|██████████| 1/1 [00:31<00:00, 31.20s/req, warmup req (1024x1024, 1 step), last=31.02s]\n"
+        f"{TS}The server is fired up and ready to roll!\n" + request(pixel="36.90")
+    )
+    run = parse_sglang_log(text)
+    assert (run.requests_seen, run.warmup_requests) == (2, 1)
+    assert run.e2e_ms is None
+    assert any("includes the warmup request" in w for w in run.warnings)
+
+
 def test_newer_warmup_progress_lines_with_suppressed_warmup_stages() -> None:
     text = (
         f"{TS}Warmup requests: 0/1 warmup req (1024x1024, 1 step)\n"

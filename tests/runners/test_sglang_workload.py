@@ -19,9 +19,11 @@ import pytest
 
 from runners.jobspec import CaseSpec
 from runners.parsing import RunStatus, parse_run
+from runners.parsing._logtext import strip_ansi
 from runners.parsing.served import summarize_served
 from runners.workloads.base import WorkloadContext, WorkloadResult
-from runners.workloads.commandline import benchmark_env, render_options
+from runners.workloads.cli.options import CliOptions
+from runners.workloads.commandline import DEFAULT_GENERATE, DEFAULT_SERVE, benchmark_env, render_options
 from runners.workloads.compile_log import CompileEventCounter, compile_counters, dump_counters
 from runners.workloads.environment import NO_NVIDIA_SMI, EnvironmentProbe, interpreter_for
 from runners.workloads.process import CANCELLED, LogCapture, describe_exit
@@ -38,6 +40,13 @@ FAKE_SMI = ROOT / "tests" / "fakes" / "fake_nvidia_smi.py"
 DATA = ROOT / "tests" / "data" / "sglang"
 SUITES = ROOT / "tests" / "data" / "suites"
 SHA = "669a9bd3c1e84f0d9a2b7e5f6c3d1a0b9e8f7a6c"
+OPTIONS = DATA / "options"
+
+
+def recorded(version: str, command: str = "generate") -> CliOptions:
+    """The options a published sglang release accepts, as recorded from the real package."""
+    table = json.loads((OPTIONS / f"{version}.json").read_text(encoding="utf-8"))
+    return CliOptions.from_recorded(table, command)
 
 
 def suite_case(slug: str) -> CaseSpec:
@@ -85,7 +94,12 @@ class Harness:
         self.lines: list[str] = []
 
     def workload(
-        self, scenario: str = "ok", *, probe: EnvironmentProbe | None = None, **options: Any
+        self,
+        scenario: str = "ok",
+        *,
+        probe: EnvironmentProbe | None = None,
+        base_env_extra: dict[str, str] | None = None,
+        **options: Any,
     ) -> SglangWorkload:
         base_env = {
             "PATH": os.environ.get("PATH", ""),
@@ -93,6 +107,7 @@ class Harness:
             "FAKE_SGLANG_ECHO": str(self.echo_path),
             "FAKE_SGLANG_IGNORE_TERM": "1",  # stopping must escalate to SIGKILL to succeed
             "CUDA_VISIBLE_DEVICES": "7",  # inherited; the workload must replace it
+            **(base_env_extra or {}),
         }
         settings: dict[str, Any] = {
             "generate_executable": (sys.executable, str(FAKE_SGLANG), "generate"),
@@ -159,7 +174,8 @@ def port_closed(port: int) -> bool:
 
 
 def test_generate_command_for_qwen_image_is_the_maintainers_command() -> None:
-    command = build_generate_command(suite_case("qwen-image-t2i-1024"), Path("/job/perf_dump.json"))
+    case = suite_case("qwen-image-t2i-1024")
+    command = build_generate_command(case, Path("/job/perf_dump.json"), DEFAULT_GENERATE, recorded("0.5.23"))
     assert command == [
         "sglang", "generate",
         "--model-path", "Qwen/Qwen-Image-2512",
@@ -171,16 +187,24 @@ def test_generate_command_for_qwen_image_is_the_maintainers_command() -> None:
         "--guidance-scale", "4.0",
         "--seed", "42",
         "--enable-torch-compile",
-        "--warmup",
+        "--warmup-mode", "request",  # the case's warmup = true, as 0.5.23 spells it
         "--dit-cpu-offload", "false",
         "--text-encoder-cpu-offload", "false",
         "--perf-dump-path", "/job/perf_dump.json",
     ]  # fmt: skip
 
 
+def test_the_same_case_on_a_release_before_warmup_mode_says_warmup() -> None:
+    case = suite_case("qwen-image-t2i-1024")
+    command = build_generate_command(case, Path("/p.json"), DEFAULT_GENERATE, recorded("0.5.10"))
+    assert command[command.index("--enable-torch-compile") + 1] == "--warmup"
+    assert "--warmup-mode" not in command
+
+
 def test_generate_command_for_wan_keeps_flags_in_suite_order() -> None:
     executable = (sys.executable, "-m", "toydit", "generate")
-    command = build_generate_command(suite_case("wan2.2-t2v-a14b"), Path("/j/d.json"), executable)
+    build = recorded("0.5.23")
+    command = build_generate_command(suite_case("wan2.2-t2v-a14b"), Path("/j/d.json"), executable, build)
     assert command == [
         *executable,
         "--model-path", "Wan-AI/Wan2.2-T2V-A14B-Diffusers",
@@ -196,7 +220,7 @@ def test_generate_command_for_wan_keeps_flags_in_suite_order() -> None:
         "--ulysses-degree", "4",
         "--dit-layerwise-offload", "true",
         "--enable-torch-compile",
-        "--warmup",
+        "--warmup-mode", "request",
         "--perf-dump-path", "/j/d.json",
     ]  # fmt: skip
 
@@ -204,14 +228,17 @@ def test_generate_command_for_wan_keeps_flags_in_suite_order() -> None:
 def test_params_come_in_command_order_whatever_order_a_json_store_gave_them() -> None:
     case = suite_case("qwen-image-t2i-1024")
     shuffled = CaseSpec(**{**case.__dict__, "params": dict(sorted(case.params.items()))})
-    assert build_generate_command(shuffled, Path("/p")) == build_generate_command(case, Path("/p"))
+    build = recorded("0.5.23")
+    assert build_generate_command(shuffled, Path("/p"), (), build) == build_generate_command(
+        case, Path("/p"), (), build
+    )
 
 
 def test_serve_command_and_request_body_for_a_served_case() -> None:
     case = suite_case("qwen-image-2.1-serve-gb300")
-    assert build_serve_command(case, 30010) == [
+    assert build_serve_command(case, 30010, DEFAULT_SERVE, recorded("0.5.23", "serve")) == [
         "sglang", "serve", "--model-path", "Qwen/Qwen-Image-2.1",
-        "--num-gpus", "2", "--tp-size", "2", "--enable-torch-compile", "--warmup",
+        "--num-gpus", "2", "--tp-size", "2", "--enable-torch-compile", "--warmup-mode", "request",
         "--port", "30010",
     ]  # fmt: skip
     assert image_request_body(case) == {
@@ -256,11 +283,12 @@ def test_ok_run_streams_the_log_and_reads_the_dump(harness: Harness) -> None:
     dump_path = harness.tmp / "job" / "perf_dump.json"
     outputs = harness.tmp / "job" / "outputs"
     assert echo["argv"] == [
-        *build_generate_command(case, dump_path, ()),
+        *build_generate_command(case, dump_path, (), recorded("0.5.23")),
         "--save-output",
         "--output-path",
         str(outputs),
     ]
+    assert echo["argv"][echo["argv"].index("--warmup-mode") + 1] == "request"
     assert echo["env"] == {
         "SGLANG_GIT_COMMIT": SHA,
         "CUDA_VISIBLE_DEVICES": "0,1",
@@ -268,12 +296,16 @@ def test_ok_run_streams_the_log_and_reads_the_dump(harness: Harness) -> None:
         "PYTHONUNBUFFERED": "1",
         "PYTHONPATH": None,
         "TORCHINDUCTOR_CACHE_DIR": None,
+        "SGLANG_DIFFUSION_SYNC_STAGE_PROFILING": "1",  # device-synchronised step times
     }
     assert echo["cwd"] == str(harness.tmp / "job")  # outputs stay out of the tree
     assert result.command.startswith(f"CUDA_VISIBLE_DEVICES=0,1 SGLANG_GIT_COMMIT={SHA} TORCH_LOGS=")
     assert "--prompt 'a red fox'" in result.command
     assert "[DenoisingStage] average time per step: 0.2637 seconds" in result.log_text
-    assert harness.lines == result.log_text.splitlines()
+    # The display saw each line as printed; the log keeps them cleaned of colour codes, once.
+    assert "\x1b[" in "".join(harness.lines)
+    assert "\x1b[" not in result.log_text
+    assert [strip_ansi(line) for line in harness.lines] == result.log_text.split("\n")[:-1]
     assert result.perf_dump_text is not None
     assert json.loads(result.perf_dump_text)["commit_hash"] == SHA
     # The picture it saved (as the log says, relative to the job directory) is read and deleted.
@@ -396,13 +428,15 @@ def test_dynamo_counters_in_the_dump_win_over_the_log(harness: Harness) -> None:
     assert (result.compile.unique_graphs, result.compile.frames_compiled) == (9, 5)
 
 
-def test_a_missing_executable_is_a_failure_not_an_exception(harness: Harness) -> None:
+def test_a_missing_executable_is_a_setup_failure_not_an_exception(harness: Harness) -> None:
     missing = str(harness.tmp / "no-such-sglang")
     result = harness.run("ok", generate_executable=(missing, "generate"))
-    assert result.failure == f"could not start {missing!r}: executable not found"
+    assert result.failure is not None
+    assert result.failure.startswith(f"setup failed: could not start {missing!r}: executable not found")
     assert result.exit_code is None
     served = harness.run("ok", small_case("serve"), serve_executable=(missing, "serve"))
-    assert served.failure == f"could not start {missing!r}: executable not found"
+    assert served.failure is not None
+    assert served.failure.startswith(f"setup failed: could not start {missing!r}: executable not found")
 
 
 def test_toy_configuration_runs_in_the_tree_with_it_on_pythonpath(harness: Harness) -> None:
@@ -513,6 +547,30 @@ def test_serve_never_ready_fails_after_the_readiness_timeout(harness: Harness) -
     assert result.failure.startswith("server not ready after 1 s (GET /health never answered 200)")
     assert not result.timed_out
     assert result.request_latencies_ms == ()
+    assert all(gone(pid) for pid in harness.echo["pids"])
+
+
+def test_serve_waits_out_the_servers_own_warmup(harness: Harness) -> None:
+    # sglang 0.5.23's `serve` warms itself up (the server mode) when no mode is given: /health
+    # answers 503 meanwhile, and the runner waits rather than calling it a failure.
+    case = small_case("serve", requests=2)
+    case = CaseSpec(**{**case.__dict__, "flags": {"enable-torch-compile": True}})
+    workload = harness.workload("ok", base_env_extra={"FAKE_SGLANG_SERVER_WARMUP_S": "1.0"})
+    result = workload.run(case, harness.context())
+    assert result.failure is None, result.failure
+    assert "--warmup-mode" not in harness.echo["argv"]
+    assert "server warmup req (1024x1024, 1 step)" in result.log_text
+    assert len(result.request_latencies_ms) == 2
+
+
+def test_serve_with_a_dead_backend_fails_at_once(harness: Harness) -> None:
+    started = time.monotonic()
+    serve = ServeSettings(ready_timeout_s=30.0, poll_interval_s=0.05)
+    result = harness.run("backend_dead", small_case("serve"), serve=serve)
+    assert time.monotonic() - started < 20  # not the readiness timeout
+    assert (
+        result.failure == "server unhealthy before it was ready: Scheduler worker exited; restart the server."
+    )
     assert all(gone(pid) for pid in harness.echo["pids"])
 
 

@@ -296,7 +296,9 @@ def test_save_output_writes_the_picture_and_says_where_as_sglang_does(runner: To
         result = runner.generate(source, *REQUEST, "--save-output", "--output-path", str(saved), dump=False)
         assert result.returncode == 0, result.log[-3000:]
         (path,) = saved.iterdir()
-        assert f"] Output saved to {path}\n" in result.log
+        # In colour from release 0.2.0 on, as sglang 0.5.18+ prints it.
+        shown = f"\x1b[1;36m{path}\x1b[0;0m" if source >= "14" else str(path)
+        assert f"] Output saved to {shown}\n" in result.log
         assert path.name.startswith("A_cinematic_photo")
         assert path.suffix == ".png"
         with Image.open(path) as image:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from runners.toy import ChangeKind, ToyPullRequest, ToyRepository, ToyRepositoryError, create_toy_repository
 from runners.toy.history import MAIN, PULL_REQUESTS
+from runners.workloads.cli.options import parse_help
 from tracker.catalog.suites import parse_suite
 
 SUITE = Path(__file__).resolve().parents[2] / "runners" / "toy" / "toy-suite.toml"
@@ -225,3 +227,42 @@ def test_the_output_changing_speed_up_lands_last_from_its_own_pull_request(toy: 
         toy.path, "rev-parse", f"{commit.sha}^{{tree}}"
     )
     assert "repeat_interleave" in git(toy.path, "show", f"{commit.sha}:toydit/dit.py")
+
+
+def test_the_release_commit_renames_warmup_as_sglang_0_5_18_did(toy: ToyRepository, tmp_path: Path) -> None:
+    """Before release 0.2.0 the toy takes --warmup, from it on --warmup-mode: the demo's nightly
+    backfills and bisections cross the change, and the runner spells each commit's own flags."""
+
+    def options(source: str) -> set[str]:
+        tree = tmp_path / source
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(toy.path),
+                "worktree",
+                "add",
+                "--quiet",
+                "--detach",
+                str(tree),
+                toy.commit(source).sha,
+            ],
+            check=True,
+        )
+        help_text = subprocess.run(
+            [sys.executable, "-m", "toydit", "generate", "--help"],
+            cwd=tree,
+            env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return set(parse_help(help_text).options)
+
+    before, after = options("13-dynamo-reset"), options("14-release-0.2.0")
+    assert "--warmup" in before
+    assert "--warmup-mode" not in before
+    assert "--warmup-mode" in after
+    assert "--warmup" not in after
+    assert before - {"--warmup"} == after - {"--warmup-mode"}
+    assert toy.commit("14-release-0.2.0").kind is ChangeKind.NEUTRAL

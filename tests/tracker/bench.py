@@ -22,8 +22,9 @@ from wire import CommitIn
 
 T0 = dt.datetime(2026, 5, 1, 2, 0, tzinfo=dt.UTC)
 LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)
-# A benchmark outcome: the value (ms per step) a commit measures at, or None for a failed run.
-Measure = Callable[[Commit, Job], float | None]
+# A benchmark outcome: the value (ms per step) a commit measures at, or a failed run: None, or the
+# failure's reason.
+Measure = Callable[[Commit, Job], float | str | None]
 
 
 class Bench:
@@ -84,8 +85,9 @@ class Bench:
             if job is None:
                 return done
             value = measure(job.candidate.base_commit, job)
-            if value is None:
-                result = job_result(job.attempts, status="failed", failure_reason="build failed: conflict")
+            if value is None or isinstance(value, str):
+                reason = value or "build failed: conflict"
+                result = job_result(job.attempts, status="failed", failure_reason=reason)
             else:
                 result = job_result(job.attempts, step_times_ms=self.steps(value))
             store_job_result(

@@ -13,6 +13,7 @@ from typing import Any
 
 from tracker.access.redaction import redact_environment, redact_text
 from tracker.ingest.conditions import condition_flag
+from tracker.ingest.provenance import dump_commit_warning
 from tracker.models import Run, RunArtifacts, RunSource, RunStage, RunStatus
 from tracker.outputs.storing import frame_rows
 from tracker.statistics.steps import summarize_steps, value_of_record
@@ -59,7 +60,7 @@ def run_rows(result: MeasurementIn, *, key: str, digest: str, source: RunSource)
         "frames_compiled": result.compile.frames_compiled,
         "requests_seen": result.requests_seen,
         "warmup_requests": result.warmup_requests,
-        "warnings": [redact_text(warning) for warning in result.warnings],
+        "warnings": [redact_text(warning) for warning in _warnings(result)],
         "sources": list(result.sources),
         "measured_at": result.measured_at,
         **_step_summary(result),
@@ -91,6 +92,12 @@ def run_rows(result: MeasurementIn, *, key: str, digest: str, source: RunSource)
     if result.output is not None:
         frame_rows(0, result.output)  # a reference that does not decode: InvalidInput naming it, now
     return RunRows(run=run, stages=stages, artifacts=artifacts, output=result.output)
+
+
+def _warnings(result: MeasurementIn) -> list[str]:
+    """The upload's warnings, and the tracker's own about it."""
+    mismatch = dump_commit_warning(result)
+    return [*result.warnings, *([mismatch] if mismatch else [])]
 
 
 _STEP_COLUMNS = dict.fromkeys(

@@ -118,6 +118,8 @@ FAILURE_CLASSES: tuple[tuple[str, str], ...] = (
     ("killed", "killed by%"),
     ("exit_code", "exited with code%"),
     ("build", "candidate build failed%"),
+    # The candidate's command line cannot express the case (an option it lacks): no benchmark ran.
+    ("setup", "setup failed%"),
     ("start", "could not start%"),
     ("server", "server %"),
     ("cancelled", "cancelled by the runner%"),
