@@ -18,6 +18,11 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+step "sglang contract environment (the real published sglang in .sglang/, CPU only)"
+bash scripts/sglang_contract_env.sh
+# The contract tests (tests/contract, marker `contract`) fail here instead of skipping when it is missing.
+export PERFTRACK_SGLANG_CONTRACT=required
+
 step "PostgreSQL"
 if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
   if command -v pg_ctlcluster >/dev/null 2>&1; then

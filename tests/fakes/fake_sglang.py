@@ -346,10 +346,10 @@ def current_run(
 def request_log(average_s: float, steps: int, *, warmup: bool = False, era: str = "legacy") -> str:
     """What sglang's scheduler prints for one request (stage profiler lines, tqdm, memory).
 
-    ``legacy`` (0.5.10): a "Running pipeline stages" line and "Peak GPU memory: X GB"; a warmup is
-    framed by "Processing warmup req..." / "Warmup req processed in". ``current`` (0.5.23): no
-    stages line, "Peak memory usage: X MB" (openai/utils.py), and a warmup (the server's own here)
-    shows only as the "Warmup requests" bar's frames.
+    Both eras end a served request with "Peak memory usage: X MB" (openai/utils.py). ``legacy``
+    (0.5.10): a "Running pipeline stages" line first; a warmup is framed by "Processing warmup
+    req..." / "Warmup req processed in". ``current`` (0.5.23): no stages line, and a warmup (the
+    server's own here) shows only as the "Warmup requests" bar's frames.
     """
     lines = [f"Running pipeline stages: {PIPELINE}"] if era == "legacy" else []
     for name, seconds in STAGES:
@@ -364,10 +364,8 @@ def request_log(average_s: float, steps: int, *, warmup: bool = False, era: str 
         "[DecodingStage] finished in 0.0179 seconds",
     ]
     if era == "legacy":
-        lines.append(
-            "Peak GPU memory: 46.51 GB, Peak allocated: 44.38 GB, Memory pool overhead: 2.13 GB (4.6%), "
-            "Remaining GPU memory at peak: 93.29 GB."
-        )
+        if not warmup:  # the same line in 0.5.10 (openai/utils.py); "Peak GPU memory" was DEBUG there
+            lines.append(f"Peak memory usage: {SERVED_PEAK_MB:.2f} MB")
         if warmup:
             lines = [
                 "Processing warmup req...",
