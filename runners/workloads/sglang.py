@@ -2,7 +2,8 @@
 
 One class serves the real sglang and the CPU toy pipeline: the executable is an argv prefix
 (``("sglang", "generate")`` here, ``(sys.executable, "-m", "toydit", "generate")`` for the toy,
-run in the tree with the tree on ``PYTHONPATH``).
+run in the tree with the tree on ``PYTHONPATH``). What the process printed is cleaned of colour
+codes once, here, before the output capture, the trace search and the parsers read it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from runners.workloads.serve import (
     run_served,
     unsupported_task,
 )
+from runners.workloads.watch import RunConditions, Tee
 
 __all__ = [
     "PERF_DUMP_NAME",
@@ -75,8 +77,8 @@ class SglangWorkload:
     its result and the GPUs' clocks and throttle reasons go to the environment's ``conditions``.
 
     Before each run the candidate's own command line is asked which options it accepts
-    (``options_cache``, once per commit; generate is asked with the case's ``--model-path``, serve
-    with ``serve_help_args``), and the case is spelled in that build's options
+    (``options_cache``, once per commit; generate again with the case's ``--model-path`` when an
+    option is missing, serve with ``serve_help_args``), and the case is spelled in that build's options
     (:mod:`runners.workloads.cli.intents`); what it cannot express ends the run as a setup failure.
     ``sync_steps`` asks sglang for device-synchronised step times (``None``: leave it, the toy times
     its own steps); the run's environment records which clock was asked for as ``step_timing``.
@@ -116,8 +118,7 @@ class SglangWorkload:
         ]
         env = self._env(context)
         try:
-            build = self._options(self.generate_executable, ("--model-path", case.model), env, context)
-            argv = build_generate_command(case, dump_path, self.generate_executable, build, extra)
+            argv = self._generate_argv(case, dump_path, extra, env, context)
         except (HelpFailed, UnsupportedOption) as error:
             wanted = [*self.generate_executable, *render_options(generate_options(case, dump_path, extra))]
             return _setup_failure(error, render_command(wanted, env, self._shown_env()))
@@ -211,6 +212,29 @@ class SglangWorkload:
             request_latencies_ms=outcome.latencies_ms,
         )
 
+    def _generate_argv(
+        self,
+        case: CaseSpec,
+        dump_path: Path,
+        extra: list[tuple[str, Any]],
+        env: Mapping[str, str],
+        context: WorkloadContext,
+    ) -> list[str]:
+        """The case's ``generate`` argv in the commit's options; a model's pipeline may add some.
+
+        The commit's plain ``--help`` is asked first (once per commit, whatever the model); only an
+        option missing there makes the runner ask again with ``--model-path``, which lists the
+        options the model's pipeline adds (sglang 0.5.23's ``add_resolved_pipeline_config_cli_args``).
+        """
+        executable = self.generate_executable
+        try:
+            return build_generate_command(
+                case, dump_path, executable, self._options(executable, (), env, context), extra
+            )
+        except UnsupportedOption:
+            build = self._options(executable, ("--model-path", case.model), env, context)
+            return build_generate_command(case, dump_path, executable, build, extra)
+
     def _options(
         self,
         executable: tuple[str, ...],
@@ -235,8 +259,10 @@ class SglangWorkload:
         if self.probe is not None and self.sync_steps is not None:
             environment["step_timing"] = "device-synchronized" if self.sync_steps else "host"
         counter = CompileEventCounter()
-        capture = LogCapture(context.max_log_bytes, _Tee(counter.feed, context.on_output))
-        return _RunSetup(env, environment, counter, capture, _Conditions(self, context))
+        capture = LogCapture(context.max_log_bytes, Tee(counter.feed, context.on_output))
+        return _RunSetup(
+            env, environment, counter, capture, RunConditions(self.probe, self.cpu_sampler, context)
+        )
 
     def _record_after(self, context: WorkloadContext, setup: _RunSetup) -> dict[str, Any]:
         """The run's recorded environment, completed with the GPUs' state and the conditions after it."""
@@ -286,56 +312,7 @@ class _RunSetup:
     environment: dict[str, Any]  # what is recorded about the machine and the software
     counter: CompileEventCounter
     capture: LogCapture
-    watch: _Conditions
-
-
-class _Conditions:
-    """What else the machine did during one run: GPU clocks and throttling before it, CPU use while it
-    ran, both again after it. Every probe tolerates failure; a broken one leaves an ``error``."""
-
-    def __init__(self, workload: SglangWorkload, context: WorkloadContext) -> None:
-        self._probe = workload.probe
-        self._context = context
-        self._gpu_before = self._gpus()
-        self._sampler: CpuSampler | None = None
-        if self._probe is not None and workload.cpu_sampler is not None:
-            self._sampler = workload.cpu_sampler()
-            self._sampler.start()
-
-    def started(self, pgid: int) -> None:
-        """The benchmark started as process group ``pgid``: sample it, and tell the agent."""
-        if self._sampler is not None:
-            try:
-                self._sampler.attach(pgid)
-            except Exception:  # a sampler that cannot start must not stop the benchmark
-                self._sampler = None
-        if self._context.on_start is not None:
-            self._context.on_start(pgid)
-
-    def record(self, environment: dict[str, Any]) -> None:
-        """Stop sampling; put the conditions into ``environment["conditions"]``."""
-        if self._probe is None:
-            return
-        conditions: dict[str, Any] = {}
-        if self._sampler is not None:
-            try:
-                conditions["cpu"] = self._sampler.stop()
-            except Exception as error:
-                conditions["cpu"] = {"error": f"{type(error).__name__}: {error}"}
-        if self._context.gpu_ids:
-            before, after = self._gpu_before, self._gpus()
-            if isinstance(before, str):
-                conditions["gpu"] = {"error": f"before the run: {before}"}
-            elif isinstance(after, str):
-                conditions["gpu"] = {"error": f"after the run: {after}"}
-            else:
-                conditions["gpu"] = {"before": before, "after": after}
-        environment["conditions"] = conditions
-
-    def _gpus(self) -> list[dict[str, Any]] | str:
-        if self._probe is None or not self._context.gpu_ids:
-            return []
-        return self._probe.gpu_conditions(self._context.gpu_ids)
+    watch: RunConditions
 
 
 def _label(executable: tuple[str, ...]) -> str:
@@ -355,25 +332,6 @@ def compiles(case: CaseSpec) -> bool:
     """Whether the case turns torch.compile on (``enable-torch-compile`` as ``true`` or ``"true"``)."""
     value = case.flags.get("enable-torch-compile", False)
     return value is True or (isinstance(value, str) and value.lower() in ("true", "1", "yes"))
-
-
-class _Tee:
-    """Feeds every output line to the compile counter and to the caller's progress display.
-
-    A failing display is switched off; it must not stop the counting or the log.
-    """
-
-    def __init__(self, count: Callable[[str], None], display: Callable[[str], None] | None) -> None:
-        self._count = count
-        self._display = display
-
-    def __call__(self, line: str) -> None:
-        self._count(line)
-        if self._display is not None:
-            try:
-                self._display(line)
-            except Exception:
-                self._display = None
 
 
 def _read_text(path: Path) -> str | None:

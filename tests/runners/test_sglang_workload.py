@@ -701,3 +701,39 @@ def test_package_versions_read_torch_s_cuda_without_importing_torch(tmp_path: Pa
     versions = EnvironmentProbe().package_versions(sys.executable, env)
     assert versions["torch_cuda"] == "12.8"
     assert "torch_cuda_error" not in versions
+
+
+PIPELINE_CLI = """import json, sys
+from pathlib import Path
+log = Path(sys.argv[1])
+argv = sys.argv[2:]
+if "--help" in argv:
+    with log.open("a") as calls:
+        calls.write(json.dumps(argv) + "\\n")
+    print("options:\\n  --model-path MODEL_PATH\\n  --prompt PROMPT\\n  --perf-dump-path PERF_DUMP_PATH")
+    print("  --save-output\\n  --output-path OUTPUT_PATH")
+    if "--model-path" in argv:  # the options the model's pipeline adds, as sglang 0.5.23 lists them
+        print("  --flux3-alpha FLUX3_ALPHA")
+    sys.exit(0)
+Path(str(log) + ".run").write_text(json.dumps(argv))
+"""
+
+
+def test_a_pipelines_own_option_is_asked_for_with_the_model(harness: Harness) -> None:
+    script = harness.tmp / "pipeline_cli.py"
+    script.write_text(PIPELINE_CLI, encoding="utf-8")
+    calls = harness.tmp / "help-calls"
+    executable = (sys.executable, str(script), str(calls), "generate")
+    case = CaseSpec(**{**small_case().__dict__, "flags": {"flux3-alpha": 0.5}, "params": {"prompt": "a fox"}})
+    result = harness.run("ok", case, generate_executable=executable)
+    assert result.failure is None, result.failure
+    asked = [json.loads(line) for line in calls.read_text().splitlines()]
+    # The plain --help first (once per commit, whatever the model), then with the model's path.
+    assert asked == [["generate", "--help"], ["generate", "--model-path", case.model, "--help"]]
+    ran = json.loads((harness.tmp / "help-calls.run").read_text())
+    assert ran[ran.index("--flux3-alpha") + 1] == "0.5"
+    # Another case of the same commit asks nothing again.
+    workload = harness.workload("ok", generate_executable=executable)
+    for _ in range(2):
+        workload.run(case, harness.context())
+    assert len(calls.read_text().splitlines()) == 4  # two more for the new workload's cache, then none
