@@ -60,15 +60,6 @@ def output_options(
     return options
 
 
-def output_flags(params: Mapping[str, Any], flags: Mapping[str, Any], output_dir: Path) -> list[str]:
-    """``--save-output`` and ``--output-path DIR`` unless the case sets them itself."""
-    given = {**params, **flags}
-    words = [] if given.get("save-output") else ["--save-output"]
-    if given.get("output-path") in (None, False):
-        words += ["--output-path", str(output_dir)]
-    return words
-
-
 def saved_paths(log_text: str, cwd: Path) -> list[Path]:
     """The files the log says were saved, in order, resolved against ``cwd``, each once.
 

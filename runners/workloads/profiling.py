@@ -34,11 +34,6 @@ def profile_options(steps: int) -> list[tuple[str, object]]:
     return [("profile", True), ("num-profiled-timesteps", steps)] if steps > 0 else []
 
 
-def profile_args(steps: int) -> list[str]:
-    """The flags that turn the profiler on for ``steps`` steady steps (none for 0)."""
-    return ["--profile", "--num-profiled-timesteps", str(steps)] if steps > 0 else []
-
-
 def profile_env(job_dir: Path, steps: int) -> Mapping[str, str]:
     """Where the benchmark writes its trace (nothing when it does not profile).
 

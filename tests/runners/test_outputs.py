@@ -15,7 +15,7 @@ from PIL import Image
 from runners.outputs import (
     capture_output,
     evenly_spaced,
-    output_flags,
+    output_options,
     read_output,
     saved_paths,
 )
@@ -86,10 +86,11 @@ def test_a_colour_coded_saved_line_as_sglang_0_5_23_prints_it_is_read_digested_a
     assert not saved.exists()
 
 
-def test_output_flags_only_where_the_case_does_not_set_them(tmp_path: Path) -> None:
-    assert output_flags({}, {"warmup": True}, tmp_path) == ["--save-output", "--output-path", str(tmp_path)]
-    assert output_flags({}, {"save-output": True, "output-path": "mine"}, tmp_path) == []
-    assert output_flags({"save-output": True}, {}, tmp_path) == ["--output-path", str(tmp_path)]
+def test_output_options_only_where_the_case_does_not_set_them(tmp_path: Path) -> None:
+    both = [("save-output", True), ("output-path", str(tmp_path))]
+    assert output_options({}, {"warmup": True}, tmp_path) == both
+    assert output_options({}, {"save-output": True, "output-path": "mine"}, tmp_path) == []
+    assert output_options({"save-output": True}, {}, tmp_path) == [("output-path", str(tmp_path))]
 
 
 def test_an_image_is_hashed_over_its_pixels_and_deleted(tmp_path: Path) -> None:
