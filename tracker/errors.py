@@ -14,7 +14,8 @@
     │   ├── GithubError         a GitHub call failed (tracker.github.client)
     │   │   └── GithubSetupError    the App is not installed or its credentials are refused
     │   ├── HistoryUnavailable  commits cannot be listed from a mirror (tracker.vcs.history)
-    │   └── BranchUnavailable   a branch head cannot be resolved (tracker.vcs.branch_head)
+    │   ├── BranchUnavailable   a branch head cannot be resolved (tracker.vcs.branch_head)
+    │   └── TreeUnavailable     a tree's files cannot be listed (tracker.catalog.path_coverage)
     ├── MalformedDelivery       400: a webhook delivery without a field it needs (tracker.github.events)
     └── SuiteError              a suite file is malformed (file, line, field)
 
