@@ -85,22 +85,14 @@ SERVED_BASE_S = 0.2637
 SERVED_DELTA_S = 0.001
 SERVED_WARMUP_STEP_S = 41.2871
 SERVED_PEAK_MB = 47626.24
-STAGES = (
-    ("InputValidationStage", 0.0001),
-    ("TextEncodingStage", 0.2104),
-    ("ConditioningStage", 0.0000),
-    ("TimestepPreparationStage", 0.0151),
-    ("LatentPreparationStage", 0.0002),
-)
+STAGES = sglang_logs.STAGES  # the same stage times in both eras
 PIPELINE = (
     "['input_validation_stage', 'prompt_encoding_stage_primary', 'conditioning_stage', "
     "'timestep_preparation_stage', 'latent_preparation_stage', 'denoising_stage', 'decoding_stage']"
 )
 
 
-def stamp() -> str:
-    """sglang's "[MM-DD HH:MM:SS]" record prefix."""
-    return time.strftime("[%m-%d %H:%M:%S]")
+stamp = sglang_logs.stamp
 
 
 def say(text: str = "") -> None:

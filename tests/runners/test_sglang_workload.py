@@ -10,7 +10,6 @@ import statistics
 import sys
 import threading
 import time
-import tomllib
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from runners.workloads.serve import ServeSettings
 from runners.workloads.serve_api import image_request_body
 from runners.workloads.sglang import SglangWorkload, build_generate_command, build_serve_command
 from tests.fakes import fake_sglang
+from tests.suite_cases import suite_case as read_suite_case
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,22 +51,7 @@ def recorded(version: str, command: str = "generate") -> CliOptions:
 
 def suite_case(slug: str) -> CaseSpec:
     """A case of the tests' suite, read the way the tracker reads it (runners may not import tracker)."""
-    suite = tomllib.loads((SUITES / "sglang-diffusion.toml").read_text(encoding="utf-8"))
-    defaults = suite["defaults"]
-    case = next(case for case in suite["cases"] if case["slug"] == slug)
-    return CaseSpec(
-        slug=slug,
-        version=1,
-        model=case["model"],
-        task=case["task"],
-        workload=case.get("workload", defaults["workload"]),
-        mode=case.get("mode", defaults["mode"]),
-        num_gpus=case["num_gpus"],
-        requests=case.get("requests", 1),
-        timeout_s=case.get("timeout_s", defaults["timeout_s"]),
-        params=dict(case["params"]),
-        flags=dict(case["flags"]),
-    )
+    return read_suite_case(SUITES / "sglang-diffusion.toml", slug)
 
 
 def small_case(mode: str = "generate", requests: int = 5, task: str = "t2i") -> CaseSpec:

@@ -127,7 +127,14 @@ def test_failed_run_counted_by_reason(
     odd.pop("denoise_stage_ms")
     odd.pop("stages")
     assert client.post("/api/v1/results", json=odd, headers=auth(import_token)).status_code == 201
+    # A commit whose command line cannot take the case: a class of its own, never a measurement.
+    setup = {**odd, "failure_reason": "setup failed: `sglang generate` at 1a2b3c4d5e6f has no option --x"}
+    setup["commit"] = {**setup["commit"], "sha": "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"}
+    assert client.post("/api/v1/results", json=setup, headers=auth(import_token)).status_code == 201
     after = scrape(client)
+    assert value(after, "perftrack_runs_failed_total", reason="setup") == (
+        value(before, "perftrack_runs_failed_total", reason="setup") + 1
+    )
     assert value(after, "perftrack_runs_failed_total", reason="timeout") == 1
     assert value(after, "perftrack_runs_failed_total", reason="other") == (
         value(before, "perftrack_runs_failed_total", reason="other") + 1

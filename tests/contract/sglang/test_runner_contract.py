@@ -11,7 +11,6 @@ own logger and perf dumper write must parse to the numbers put in. A newer sglan
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from runners.workloads.commandline import build_generate_command, build_serve_co
 from runners.workloads.profiling import profile_options
 from tests.contract.sglang.env import ProbeSession, options_path
 from tests.fakes import fake_sglang, sglang_cli, sglang_logs
+from tests.suite_cases import suite_cases
 
 pytestmark = [pytest.mark.contract, pytest.mark.slow]
 
@@ -35,29 +35,7 @@ SUITE = ROOT / "suites" / "sglang-diffusion.toml"
 ROLES = ("current", "legacy")
 
 
-def shipped_cases() -> list[CaseSpec]:
-    """Every case of the shipped suite, as a runner receives it (defaults applied)."""
-    suite = tomllib.loads(SUITE.read_text(encoding="utf-8"))
-    defaults = suite["defaults"]
-    return [
-        CaseSpec(
-            slug=case["slug"],
-            version=1,
-            model=case["model"],
-            task=case["task"],
-            workload=case.get("workload", defaults["workload"]),
-            mode=case.get("mode", defaults["mode"]),
-            num_gpus=case["num_gpus"],
-            requests=case.get("requests", 1),
-            timeout_s=case.get("timeout_s", defaults["timeout_s"]),
-            params=dict(case["params"]),
-            flags=dict(case["flags"]),
-        )
-        for case in suite["cases"]
-    ]
-
-
-CASES = shipped_cases()
+CASES = suite_cases(SUITE)
 
 
 @pytest.fixture(params=ROLES)
