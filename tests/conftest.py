@@ -23,7 +23,7 @@ from web.app import create_app
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 # The tests' own suite files: editing a shipped suite (suites/) must not break a test. Only
-# tests/tracker/test_suites.py::test_shipped_suites_load_and_validate reads SHIPPED_SUITES.
+# tests/tracker/catalog/test_suites.py::test_shipped_suites_load_and_validate reads SHIPPED_SUITES.
 SUITES = DATA / "suites"
 SHIPPED_SUITES = ROOT / "suites"
 PG_URL_ENV = "PERFTRACK_TEST_DATABASE_URL"

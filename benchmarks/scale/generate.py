@@ -4,7 +4,7 @@ Small tables (repository, cases, hardware kinds, commits, candidates, runners an
 comparisons) go through the tracker's own functions. The big ones (``jobs``, ``job_attempts``, ``runs``,
 ``run_stages``, ``run_artifacts``) are written with SQLAlchemy Core ``executemany`` from the same
 payload a runner uploads (:class:`wire.JobResultIn`), each row holding exactly what
-:func:`tracker.ingest.results.ingest_job_result` stores for it (``tests/tracker/test_scale_generator.py``
+:func:`tracker.ingest.results.ingest_job_result` stores for it (``tests/tracker/views/test_scale_generator.py``
 checks this column by column). Alerts come from the real detection sweep over the result.
 """
 

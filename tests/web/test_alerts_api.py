@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
 from tests.tracker.bench import Bench
-from tests.tracker.test_alerts import BASE_MS, SLOW_MS, commit_in
+from tests.tracker.detection.test_alerts import BASE_MS, SLOW_MS, commit_in
 from tracker.models import Commit, Job, JobReason
 
 

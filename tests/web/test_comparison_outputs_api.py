@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from tests.tracker.output_pictures import picture
-from tests.tracker.test_comparison_outputs import by_arm, drive_with_outputs
-from tests.tracker.test_comparisons import compare, planted
+from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
+from tests.tracker.comparisons.test_comparisons import compare, planted
 
 CASE = "qwen-image-t2i-1024"
 

@@ -22,7 +22,7 @@ from tests.tracker.diagnosis_runs import (
     history,
     job_upload,
 )
-from tests.tracker.test_comparisons import compare, runner
+from tests.tracker.comparisons.test_comparisons import compare, runner
 from tracker.comparisons.summary import comparison_view
 from tracker.diagnosis.loading import comparison_diagnoses
 from tracker.github.render import render_comment

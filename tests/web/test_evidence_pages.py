@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
 from tests.tracker.evidence_runs import EVIDENCE, TRACE_NAME, drain, evidence_upload
-from tests.tracker.test_evidence_reading import culprit_alert, upload_both
+from tests.tracker.workflows.test_evidence_reading import culprit_alert, upload_both
 from tracker.diagnosis.evidence_loading import summarize_pending_evidence
 from tracker.models import Alert, Arm, EvidenceJob, Run, utcnow
 

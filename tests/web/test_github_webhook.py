@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.factories import job_result
 from tests.fakes.fake_github import FakeGithub
-from tests.tracker.test_comparisons import LIMITS, T0, Outcome, drive, planted, runner
+from tests.tracker.comparisons.test_comparisons import LIMITS, T0, Outcome, drive, planted, runner
 from tracker.catalog.cases import list_current_cases
 from tracker.github import outbox
 from tracker.github.client import GithubClient

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
 from tests.tracker.output_bench import linear_history
-from tests.tracker.test_output_alerts import AFTER, BEFORE, nightly_series
+from tests.tracker.detection.test_output_alerts import AFTER, BEFORE, nightly_series
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
-from tests.tracker.test_queries import _fill, recorded_sql
+from tests.tracker.views.test_series import _fill, recorded_sql
 
 
 def _import(client: TestClient, token: str, title: str | None = None) -> list[int]:

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from tests.factories import result_body
 from tests.tracker.output_pictures import picture
-from tests.tracker.test_comparison_outputs import by_arm, drive_with_outputs
-from tests.tracker.test_comparisons import compare, planted
+from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
+from tests.tracker.comparisons.test_comparisons import compare, planted
 from tracker.models import Arm, Comparison, Job, Run
 
 DIGEST = "sha256:" + "5e" * 32

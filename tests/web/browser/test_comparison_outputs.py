@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import SUITES
 from tests.live import live_server
 from tests.tracker.output_pictures import picture
-from tests.tracker.test_comparison_outputs import by_arm, drive_with_outputs
-from tests.tracker.test_comparisons import compare, planted
+from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
+from tests.tracker.comparisons.test_comparisons import compare, planted
 from tests.web.browser.conftest import shoot
 from tests.web.browser.polling import wait_for_js
 from tracker import db

@@ -12,8 +12,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect, select, text
 
 from tests.conftest import SUITES
-from tests.tracker.test_evidence_reading import pending_row
-from tests.tracker.test_jobs import candidate
+from tests.tracker.workflows.test_evidence_reading import pending_row
+from tests.tracker.queue.test_jobs import candidate
 from tracker import db
 from tracker.catalog.cases import sync_suites
 from tracker.catalog.suites import load_suites

@@ -8,7 +8,7 @@ import threading
 import pytest
 from sqlalchemy import Engine, func, select, text
 
-from tests.tracker.test_scheduling import scratch_engine
+from tests.tracker.scheduling.test_service import scratch_engine
 from tests.waiting import wait_until
 from tracker import db
 from tracker.models import Candidate, Commit, Repository

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import Engine, select
 
 from tests.conftest import SUITES
-from tests.tracker.test_jobs import enqueue, runner
+from tests.tracker.queue.test_jobs import enqueue, runner
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites
 from tracker.catalog.suites import load_suites

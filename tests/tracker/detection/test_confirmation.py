@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
-from tests.tracker.test_alerts import BASE_MS, commit_in, series_alerts, sha
+from tests.tracker.detection.test_alerts import BASE_MS, commit_in, series_alerts, sha
 from tracker.detection.odd_runs import odd_side
 from tracker.ingest.files import EVIDENCE_EXCLUSION
 from tracker.models import AlertStatus, Commit, Job, JobReason, Run

@@ -17,9 +17,9 @@ from tests.factories import job_result
 from tests.tracker.bench import LIMITS, Bench
 from tests.tracker.diagnosis_runs import BAD_LOG, GRAPH_BREAK_FACTOR, WHOLE_GRAPH, Shape, history
 from tests.tracker.evidence_runs import EVIDENCE, TRACE_NAME, evidence_upload
-from tests.tracker.test_housekeeping import scratch_engine  # noqa: F401 (the fixture)
-from tests.tracker.test_jobs import candidate, runner
-from tests.tracker.test_scheduling import make_leader
+from tests.tracker.scheduling.test_housekeeping import scratch_engine  # noqa: F401 (the fixture)
+from tests.tracker.queue.test_jobs import candidate, runner
+from tests.tracker.scheduling.test_service import make_leader
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.diagnosis.evidence_loading import MAX_READ_ATTEMPTS, pending_evidence, summarize_pending_evidence

@@ -1,7 +1,7 @@
 """Suite path globs that match no file of a tree: the pure check, the tree listing and the command.
 
 The CLI test lives here because tests/ has no folder for ``perftrack/cli`` of its own beside
-tests/web/test_cli.py; it needs no database.
+tests/perftrack/test_cli.py; it needs no database.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from sqlalchemy import Engine, create_engine, func, select, text, update
 
 from tests.conftest import ROOT, SUITES
 from tests.live import free_port
-from tests.tracker.test_scheduling import commit, git
+from tests.tracker.scheduling.test_service import commit, git
 from tests.waiting import wait_until
 from tracker import db
 from tracker.models import Job, JobReason, NightlyRun, apscheduler_jobs

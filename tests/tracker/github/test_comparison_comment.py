@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from tests.tracker.output_pictures import picture
-from tests.tracker.test_comparison_outputs import by_arm, drive_with_outputs
-from tests.tracker.test_comparisons import compare, planted
+from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
+from tests.tracker.comparisons.test_comparisons import compare, planted
 from tracker.comparisons.summary import comparison_view
 from tracker.enums import OutputStatus
 from tracker.github.render import render_comment

@@ -19,7 +19,7 @@ from tests.tracker.diagnosis_runs import (
     history,
     store_commit,
 )
-from tests.tracker.test_alerts import import_regression
+from tests.tracker.detection.test_alerts import import_regression
 from tracker.diagnosis.facts import Counters, Finding, FindingKind, RunFacts
 from tracker.diagnosis.findings import diagnose
 from tracker.diagnosis.loading import alert_diagnoses, alert_diagnosis, run_facts

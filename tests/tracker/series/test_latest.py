@@ -30,8 +30,8 @@ from tests.tracker.overview_history import (
     upload,
     when,
 )
-from tests.tracker.test_scheduling import scratch_engine
-from tests.tracker.test_vcs_races import lock_waits
+from tests.tracker.scheduling.test_service import scratch_engine
+from tests.tracker.vcs.test_races import lock_waits
 from tests.waiting import wait_until
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.web.test_cli import cli_env, invoke
+from tests.perftrack.test_cli import cli_env, invoke
 from tracker import db
 
 __all__ = ["cli_env"]

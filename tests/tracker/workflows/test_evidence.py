@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
 from tests.tracker.evidence_runs import drain
-from tests.tracker.test_bisection import CULPRIT, repository  # noqa: F401 (the fixture)
+from tests.tracker.detection.test_bisection import CULPRIT, repository  # noqa: F401 (the fixture)
 from tracker.diagnosis.facts import FindingKind
 from tracker.diagnosis.loading import alert_diagnosis
 from tracker.ingest.files import EVIDENCE_EXCLUSION

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from perftrack.cli import app
 from tests.conftest import SUITES
 from tests.factories import result_body
-from tests.web.test_cli import cli_env
+from tests.perftrack.test_cli import cli_env
 from tracker import db
 from tracker.access.tokens import authenticate
 from tracker.errors import AuthError

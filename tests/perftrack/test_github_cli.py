@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from tests.web.test_cli import cli_env, invoke
+from tests.perftrack.test_cli import cli_env, invoke
 from tracker.github import outbox
 from tracker.models import DeliveryState, GithubDelivery, GithubOutbox, utcnow
 

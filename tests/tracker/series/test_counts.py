@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import SUITES
 from tests.factories import regression_payloads, result_body
-from tests.tracker.test_alerts import LIMITS
+from tests.tracker.detection.test_alerts import LIMITS
 from tracker import db
 from tracker.catalog.cases import sync_suites
 from tracker.catalog.suites import load_suites

@@ -12,8 +12,8 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
-from tests.tracker.test_alerts import LIMITS
-from tests.tracker.test_scheduling import schedule, scratch_engine, service
+from tests.tracker.detection.test_alerts import LIMITS
+from tests.tracker.scheduling.test_service import schedule, scratch_engine, service
 from tracker import db
 from tracker.models import Alert, PendingEvaluation
 from tracker.series.pending import mark_pending, pending_count
