@@ -1,17 +1,18 @@
 """Test fixtures: a real database (SQLite by default, PostgreSQL with PERFTRACK_TEST_DATABASE_URL),
-migrated by Alembic, each test isolated in a transaction that is rolled back."""
+migrated by Alembic once per worker (tests/databases.py), each test isolated in a transaction that is
+rolled back."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from tests.databases import empty_database, migrated_database, session_database
 from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import sync_suites
@@ -26,17 +27,12 @@ DATA = Path(__file__).resolve().parent / "data"
 # tests/tracker/catalog/test_suites.py::test_shipped_suites_load_and_validate reads SHIPPED_SUITES.
 SUITES = DATA / "suites"
 SHIPPED_SUITES = ROOT / "suites"
-PG_URL_ENV = "PERFTRACK_TEST_DATABASE_URL"
-
-
-def database_url(tmp_root: Path) -> str:
-    """The database the suite runs against."""
-    return os.environ.get(PG_URL_ENV) or f"sqlite:///{tmp_root / 'perftrack-test.db'}"
 
 
 @pytest.fixture(scope="session")
-def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return database_url(tmp_path_factory.mktemp("db"))
+def db_url() -> str:
+    """This worker's shared database, migrated to head."""
+    return session_database()
 
 
 @pytest.fixture(scope="session")
@@ -46,15 +42,8 @@ def is_postgres(db_url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def engine(db_url: str) -> Iterator[Engine]:
-    """A database migrated from empty to head, with the tests' suites synced."""
-    url = Settings(database_url=db_url).effective_database_url
-    engine = db.make_engine(url)
-    if url.startswith("postgresql"):
-        # Start from an empty schema whatever a previous run (or an older checkout) left behind.
-        with engine.begin() as connection:
-            connection.execute(text("DROP SCHEMA public CASCADE"))
-            connection.execute(text("CREATE SCHEMA public"))
-    db.upgrade(url)
+    """The shared database with the tests' suites synced; tests see it through rolled-back transactions."""
+    engine = db.make_engine(Settings(database_url=db_url).effective_database_url)
     with db.session_scope(db.make_session_factory(engine)) as session:
         sync_suites(session=session, suites=load_suites(SUITES))
     yield engine
@@ -125,26 +114,14 @@ def admin_token(session: Session) -> str:
 
 
 @pytest.fixture
-def scratch_db_url(db_url: str, tmp_path: Path) -> Iterator[str]:
-    """An empty database of the backend under test, for tests that commit (CLI, servers, migrations).
+def scratch_db_url(tmp_path: Path) -> Iterator[str]:
+    """An empty database of the backend under test, for the tests of the migrations themselves."""
+    with empty_database(tmp_path) as url:
+        yield url
 
-    SQLite: a new file. PostgreSQL: a new database on the same server, dropped afterwards.
-    """
-    if not db_url.startswith("postgres"):
-        yield f"sqlite:///{tmp_path / 'scratch.db'}"
-        return
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
 
-    admin_url = make_url(Settings(database_url=db_url).effective_database_url)
-    name = f"perftrack_scratch_{os.getpid()}_{abs(hash(tmp_path)) % 10**8}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+@pytest.fixture
+def migrated_db_url(tmp_path: Path) -> Iterator[str]:
+    """A database of its own, migrated to head and empty, for tests that commit (CLI, servers)."""
+    with migrated_database(tmp_path) as url:
+        yield url

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.harness import Runner, Tracker, fresh_database, kill_group, running_tracker
+from tests.databases import migrated_database
+from tests.faults.harness import Runner, Tracker, kill_group, running_tracker
 from tests.leases import UNEXPIRING_LEASE_S
 
 
@@ -26,7 +27,7 @@ class Fleet:
     ) -> Tracker:
         """Start the tracker (once per test) on a fresh database; leases end only on cue by default."""
         assert self._tracker is None, "one tracker per test"
-        url = self._stack.enter_context(fresh_database(self.root))
+        url = self._stack.enter_context(migrated_database(self.root))
         self._tracker = self._stack.enter_context(
             running_tracker(self.root / "tracker", url, lease_seconds=lease_seconds, extra_env=extra_env)
         )

@@ -11,17 +11,14 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import text
 
-from tests.conftest import PG_URL_ENV
 from tests.leases import UNEXPIRING_LEASE_S
 from tests.live import free_port
 from tests.runners.agent_env import Upstream, make_upstream
@@ -31,7 +28,6 @@ from tracker.access.tokens import create_token
 from tracker.catalog.cases import sync_suites
 from tracker.catalog.suites import load_suites
 from tracker.models import TokenRole
-from tracker.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FAKE_BENCH = Path(__file__).resolve().parent / "fake_bench.py"
@@ -67,27 +63,6 @@ prompt = "a fox"
 num-inference-steps = 50
 seed = 42
 """
-
-
-@contextlib.contextmanager
-def fresh_database(root: Path) -> Iterator[str]:
-    """An empty database of the backend under test: a SQLite file, or a new PostgreSQL database on
-    the server of ``PERFTRACK_TEST_DATABASE_URL`` (dropped afterwards)."""
-    configured = os.environ.get(PG_URL_ENV)
-    if not configured:
-        yield f"sqlite:///{root / 'faults.db'}"
-        return
-    admin_url = make_url(Settings(database_url=configured).effective_database_url)
-    name = f"perf_faults_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @dataclass

@@ -19,7 +19,8 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from tests.faults.harness import Runner, Tracker, fresh_database, running_tracker
+from tests.databases import migrated_database
+from tests.faults.harness import Runner, Tracker, running_tracker
 from tracker import db
 
 pytestmark = pytest.mark.slow  # real tracker and runner processes
@@ -33,7 +34,7 @@ MIB = 1024 * 1024
 def tracker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tracker]:
     root = tmp_path_factory.mktemp("benchmark-faults")
     with contextlib.ExitStack() as stack:
-        url = stack.enter_context(fresh_database(root))
+        url = stack.enter_context(migrated_database(root))
         yield stack.enter_context(running_tracker(root / "tracker", url))
 
 

@@ -16,8 +16,9 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from tests.databases import migrated_database
 from tests.faults.conftest import Fleet
-from tests.faults.harness import SUITE, fresh_database
+from tests.faults.harness import SUITE
 from tests.leases import UNEXPIRING_LEASE_S
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites
@@ -29,7 +30,10 @@ from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.workflows import jobs as workflow_jobs
 from wire import CommitIn
 
-pytestmark = pytest.mark.slow  # a real tracker process; 50 (PostgreSQL) or 8 claimer threads over 300 jobs
+pytestmark = [
+    pytest.mark.dialect,
+    pytest.mark.slow,
+]  # a real tracker process; 50 (PostgreSQL) or 8 claimer threads over 300 jobs
 
 RUNNERS = 8
 ROUNDS = 12
@@ -101,7 +105,7 @@ def test_runners_waiting_on_an_empty_queue_share_each_new_job_exactly_once(fleet
 @pytest.fixture
 def claim_engine(tmp_path: Path) -> Iterator[Engine]:
     """A fresh database with the fault suite and ``JOBS`` queued jobs."""
-    with fresh_database(tmp_path) as url:
+    with migrated_database(tmp_path) as url:
         db.upgrade(url)
         suites = tmp_path / "suites"
         suites.mkdir()

@@ -36,6 +36,7 @@ from tracker.scheduling.leader import PostgresLeader
 from tracker.scheduling.service import SchedulerService
 
 pytestmark = [
+    pytest.mark.dialect,
     pytest.mark.slow,  # a private PostgreSQL cluster, a tracker and a runner process
     pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason())),
 ]

@@ -12,8 +12,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect, select, text
 
 from tests.conftest import SUITES
-from tests.tracker.workflows.test_evidence_reading import pending_row
 from tests.tracker.queue.test_jobs import candidate
+from tests.tracker.workflows.test_evidence_reading import pending_row
 from tracker import db
 from tracker.catalog.cases import sync_suites
 from tracker.catalog.suites import load_suites
@@ -40,6 +40,8 @@ from tracker.queue.jobs import enqueue_job, finish_job, release_job
 from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate
 from tracker.workflows import jobs as workflow_jobs
+
+pytestmark = pytest.mark.dialect
 
 
 def test_upgrade_downgrade_upgrade(scratch_db_url: str) -> None:

@@ -31,18 +31,16 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def cli_env(scratch_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Point the CLI's settings at an empty scratch database."""
-    monkeypatch.setenv("PERFTRACK_DATABASE_URL", scratch_db_url)
+def cli_env(migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Point the CLI's settings at a database of its own."""
+    monkeypatch.setenv("PERFTRACK_DATABASE_URL", migrated_db_url)
     monkeypatch.setenv("PERFTRACK_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("PERFTRACK_SUITE_DIR", str(SUITES))
     monkeypatch.delenv("PERFTRACK_SERVER_URL", raising=False)
     monkeypatch.delenv("PERFTRACK_TOKEN", raising=False)
     monkeypatch.delenv("PERFTRACK_ADMIN_TOKEN", raising=False)
     get_settings.cache_clear()
-    if not scratch_db_url.startswith("sqlite"):
-        db.upgrade(scratch_db_url)  # PostgreSQL is never migrated implicitly
-    yield scratch_db_url
+    yield migrated_db_url
     get_settings.cache_clear()
 
 
@@ -188,7 +186,6 @@ QWEN_AT_669A9BD = ["--case", "qwen-image-t2i-1024", "--hardware", "H200", "--com
     ],
 )
 def test_import_errors_are_clear_and_store_nothing(cli_env: str, args: list[str], message: str) -> None:
-    db.upgrade(cli_env)
     code, output = invoke("import-log", str(EXAMPLES / "qwen_image_669a9bd.log"), *args)
     assert code == 1
     assert message in output

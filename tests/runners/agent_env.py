@@ -186,8 +186,6 @@ def tracker(db_url: str, root: Path, upstream: Upstream, lease_seconds: int = 60
     settings = Settings(
         database_url=db_url, data_dir=root, suite_dir=suites, lease_seconds=lease_seconds, environment="test"
     )
-    if not settings.is_sqlite:
-        db.upgrade(settings.effective_database_url)
     with live_server(settings) as url:
         engine = db.make_engine(settings.effective_database_url)
         with db.session_scope(db.make_session_factory(engine)) as session:

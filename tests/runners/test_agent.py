@@ -23,7 +23,7 @@ from tests.leases import UNEXPIRING_LEASE_S, run_out_lease
 from tests.runners.agent_env import FAKE_SGLANG, ROOT, Tracker, Upstream, make_upstream, tracker
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.slow  # a live tracker, runner agents and runner processes
+pytestmark = [pytest.mark.dialect, pytest.mark.slow]  # a live tracker, runner agents and runner processes
 
 
 @pytest.fixture
@@ -32,9 +32,9 @@ def upstream(tmp_path: Path) -> Upstream:
 
 
 @pytest.fixture
-def live(scratch_db_url: str, tmp_path: Path, upstream: Upstream) -> Iterator[Tracker]:
+def live(migrated_db_url: str, tmp_path: Path, upstream: Upstream) -> Iterator[Tracker]:
     # Leases run out only when a test says so (run_out_lease), never because the machine is busy.
-    with tracker(scratch_db_url, tmp_path, upstream, lease_seconds=UNEXPIRING_LEASE_S) as live_tracker:
+    with tracker(migrated_db_url, tmp_path, upstream, lease_seconds=UNEXPIRING_LEASE_S) as live_tracker:
         yield live_tracker
 
 

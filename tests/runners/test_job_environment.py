@@ -59,8 +59,8 @@ def upstream(tmp_path: Path) -> Upstream:
 
 
 @pytest.fixture
-def live(scratch_db_url: str, tmp_path: Path, upstream: Upstream) -> Iterator[Tracker]:
-    with tracker(scratch_db_url, tmp_path, upstream, lease_seconds=UNEXPIRING_LEASE_S) as live_tracker:
+def live(migrated_db_url: str, tmp_path: Path, upstream: Upstream) -> Iterator[Tracker]:
+    with tracker(migrated_db_url, tmp_path, upstream, lease_seconds=UNEXPIRING_LEASE_S) as live_tracker:
         yield live_tracker
 
 

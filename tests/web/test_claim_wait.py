@@ -33,6 +33,8 @@ from tracker.vcs.commits import ensure_candidate, upsert_commit
 from web.waiters import JobWaiters
 from wire import CommitIn
 
+pytestmark = pytest.mark.dialect
+
 CASE = "qwen-image-t2i-1024"
 
 
@@ -70,16 +72,14 @@ class Fleet:
 
 
 @pytest.fixture
-def fleet(scratch_db_url: str, tmp_path: Path) -> Iterator[Fleet]:
+def fleet(migrated_db_url: str, tmp_path: Path) -> Iterator[Fleet]:
     settings = Settings(
-        database_url=scratch_db_url,
+        database_url=migrated_db_url,
         data_dir=tmp_path,
         suite_dir=SUITES,
         environment="test",
         lease_seconds=UNEXPIRING_LEASE_S,
     )
-    if not settings.is_sqlite:
-        db.upgrade(settings.effective_database_url)
     with live_server(settings) as url:
         engine = db.make_engine(settings.effective_database_url)
         with db.session_scope(db.make_session_factory(engine)) as session:
@@ -145,14 +145,14 @@ def test_the_wait_is_bounded(fleet: Fleet) -> None:
     assert "wait" in answer.text
 
 
-def test_a_job_queued_in_another_process_wakes_this_ones_listener(scratch_db_url: str) -> None:
+def test_a_job_queued_in_another_process_wakes_this_ones_listener(migrated_db_url: str) -> None:
     """PostgreSQL: the commit's NOTIFY reaches a LISTENing connection (another process in production)."""
-    if scratch_db_url.startswith("sqlite"):
+    if migrated_db_url.startswith("sqlite"):
         pytest.skip("SQLite has no cross-process notification; waiters re-check the queue instead")
-    engine = db.make_engine(scratch_db_url)
+    engine = db.make_engine(migrated_db_url)
     heard: list[int] = []
     got = threading.Event()
-    listener = NotifyListener(make_url(scratch_db_url))
+    listener = NotifyListener(make_url(migrated_db_url))
     listener.start()
 
     def hear(kind: int) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from tests.tracker.output_pictures import picture
-from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
 from tests.tracker.comparisons.test_comparisons import compare, planted
+from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
+from tests.tracker.output_pictures import picture
 
 CASE = "qwen-image-t2i-1024"
 

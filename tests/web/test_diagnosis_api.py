@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from tests.factories import result_body
 from tests.tracker.bench import LIMITS
+from tests.tracker.comparisons.test_comparisons import compare, runner
 from tests.tracker.diagnosis_runs import (
     BAD_LOG,
     CASE,
@@ -22,7 +23,6 @@ from tests.tracker.diagnosis_runs import (
     history,
     job_upload,
 )
-from tests.tracker.comparisons.test_comparisons import compare, runner
 from tracker.comparisons.summary import comparison_view
 from tracker.diagnosis.loading import comparison_diagnoses
 from tracker.github.render import render_comment

@@ -48,6 +48,8 @@ from tracker.workflows.results import store_job_result
 from web.api.github import get_github_client
 from web.deps import get_settings
 
+pytestmark = pytest.mark.dialect
+
 DATA = Path(__file__).resolve().parent.parent / "data" / "github"
 SECRET = "whsec-test-0123456789"
 REPO = "sgl-project/sglang"

@@ -13,6 +13,8 @@ from tracker.errors import PerftrackError
 from tracker.settings import Settings
 from web.app import create_app
 
+pytestmark = pytest.mark.dialect
+
 
 def test_health_ok(client: TestClient) -> None:
     body = client.get("/healthz").json()

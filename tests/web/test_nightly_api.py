@@ -121,16 +121,15 @@ def test_page_shows_runs_and_escapes_everything(client: TestClient, nightly: Nig
     assert "7 queued" in text
 
 
-def test_app_runs_the_scheduler_when_enabled(scratch_db_url: str, tmp_path: Path) -> None:
+def test_app_runs_the_scheduler_when_enabled(migrated_db_url: str, tmp_path: Path) -> None:
     settings = Settings(
-        database_url=scratch_db_url,
+        database_url=migrated_db_url,
         data_dir=tmp_path,
         suite_dir=SUITES,
         environment="test",
         scheduler_enabled=True,
     )
     url = settings.effective_database_url
-    db.upgrade(url)
     engine = db.make_engine(url)
     try:
         with TestClient(create_app(settings, engine)):
@@ -151,7 +150,7 @@ def test_app_runs_the_scheduler_when_enabled(scratch_db_url: str, tmp_path: Path
 
 
 def test_scheduler_once_fires_every_schedule(
-    scratch_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    migrated_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     upstream = tmp_path / "upstream"
     upstream.mkdir()
@@ -179,12 +178,11 @@ def test_scheduler_once_fires_every_schedule(
     (suites / "sglang-diffusion.toml").write_text(
         suite_text.replace("https://github.com/sgl-project/sglang.git", str(upstream))
     )
-    monkeypatch.setenv("PERFTRACK_DATABASE_URL", scratch_db_url)
+    monkeypatch.setenv("PERFTRACK_DATABASE_URL", migrated_db_url)
     monkeypatch.setenv("PERFTRACK_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("PERFTRACK_SUITE_DIR", str(suites))
     get_settings.cache_clear()
     try:
-        db.upgrade(Settings(database_url=scratch_db_url).effective_database_url)
         result = CliRunner().invoke(cli_app, ["scheduler", "--once"])
     finally:
         get_settings.cache_clear()

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
-from tests.tracker.output_bench import linear_history
 from tests.tracker.detection.test_output_alerts import AFTER, BEFORE, nightly_series
+from tests.tracker.output_bench import linear_history
 
 
 @pytest.fixture

@@ -14,13 +14,14 @@ from tracker.bootstrap import prepare_database
 from tracker.models import Case
 from tracker.settings import Settings
 
+pytestmark = pytest.mark.dialect
 
-def test_servers_starting_together_sync_the_suites_once(scratch_db_url: str) -> None:
-    if not scratch_db_url.startswith("postgres"):
+
+def test_servers_starting_together_sync_the_suites_once(migrated_db_url: str) -> None:
+    if not migrated_db_url.startswith("postgres"):
         pytest.skip("SQLite's writer lock already serialises start-up")
-    settings = Settings(database_url=scratch_db_url, suite_dir=SUITES)
+    settings = Settings(database_url=migrated_db_url, suite_dir=SUITES)
     url = settings.effective_database_url
-    db.upgrade(url)
     engine = db.make_engine(url)
     try:
         for _round in range(4):

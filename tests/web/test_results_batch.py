@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -14,6 +15,8 @@ from tracker.models import Alert, Candidate, Commit, Run, RunArtifacts, RunStage
 from tracker.series.pending import pending_count
 from tracker.workflows.reactions import evaluate_pending_series
 from wire import MAX_BATCH_ITEMS
+
+pytestmark = pytest.mark.dialect
 
 BATCH = "/api/v1/results/batch"
 

@@ -17,9 +17,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.factories import result_body
-from tests.tracker.output_pictures import picture
-from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
 from tests.tracker.comparisons.test_comparisons import compare, planted
+from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
+from tests.tracker.output_pictures import picture
 from tracker.models import Arm, Comparison, Job, Run
 
 DIGEST = "sha256:" + "5e" * 32

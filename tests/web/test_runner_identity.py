@@ -56,16 +56,14 @@ class Live:
 
 
 @pytest.fixture
-def live(scratch_db_url: str, tmp_path: Path) -> Iterator[Live]:
+def live(migrated_db_url: str, tmp_path: Path) -> Iterator[Live]:
     settings = Settings(
-        database_url=scratch_db_url,
+        database_url=migrated_db_url,
         data_dir=tmp_path,
         suite_dir=SUITES,
         environment="test",
         lease_seconds=UNEXPIRING_LEASE_S,  # no lease runs out while the test checks them
     )
-    if not settings.is_sqlite:
-        db.upgrade(settings.effective_database_url)
     with live_server(settings) as url:
         engine = db.make_engine(settings.effective_database_url)
         with db.session_scope(db.make_session_factory(engine)) as session:

@@ -17,6 +17,8 @@ from tracker.access.throttle import client_key, wait_after
 from tracker.settings import Settings
 from web.app import create_app
 
+pytestmark = pytest.mark.dialect
+
 WRONG = "pt_" + "w" * 43
 
 

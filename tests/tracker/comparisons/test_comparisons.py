@@ -43,6 +43,8 @@ from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.results import store_job_result, store_result
 from wire import ResultIn
 
+pytestmark = pytest.mark.dialect
+
 CASE = "qwen-image-t2i-1024"
 T0 = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
 LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)

@@ -10,8 +10,8 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from tests.factories import job_result
-from tests.tracker.output_pictures import give_output, picture
 from tests.tracker.comparisons.test_comparisons import LIMITS, T0, candidate, compare, planted, runner
+from tests.tracker.output_pictures import give_output, picture
 from tracker.catalog.cases import get_current_case
 from tracker.comparisons.creation import create_calibration
 from tracker.comparisons.labels import ResultOutcome, comparison_label, result_label

@@ -9,6 +9,7 @@ import re
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
+from tests.tracker.detection.test_alerts import import_regression
 from tests.tracker.diagnosis_runs import (
     BAD_LOG,
     GRAPH_BREAK_FACTOR,
@@ -19,7 +20,6 @@ from tests.tracker.diagnosis_runs import (
     history,
     store_commit,
 )
-from tests.tracker.detection.test_alerts import import_regression
 from tracker.diagnosis.facts import Counters, Finding, FindingKind, RunFacts
 from tracker.diagnosis.findings import diagnose
 from tracker.diagnosis.loading import alert_diagnoses, alert_diagnosis, run_facts

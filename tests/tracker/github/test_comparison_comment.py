@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from tests.tracker.output_pictures import picture
-from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
 from tests.tracker.comparisons.test_comparisons import compare, planted
+from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
+from tests.tracker.output_pictures import picture
 from tracker.comparisons.summary import comparison_view
 from tracker.enums import OutputStatus
 from tracker.github.render import render_comment

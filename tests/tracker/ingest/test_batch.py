@@ -27,6 +27,8 @@ from tracker.models import Base, Candidate, Commit, Run, SeriesCount
 from tracker.settings import Settings
 from wire import ResultIn
 
+pytestmark = pytest.mark.dialect
+
 LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)
 SECRET = "pt_" + "S3cr3tT0ken" * 4
 CONTENDED = {"conditions": {"cpu": {"cpu_count": 2, "other_cores": 0.92, "steal_pct": 0.1}}}
@@ -278,11 +280,10 @@ def test_commits_and_candidates_are_created_once_per_distinct_value(session: Ses
     assert all(item.plain and item.series == items[0].series for item in items)
 
 
-def test_two_batches_racing_for_the_same_keys_store_each_once(scratch_db_url: str) -> None:
+def test_two_batches_racing_for_the_same_keys_store_each_once(migrated_db_url: str) -> None:
     # PostgreSQL: the second batch looks its keys up before the first commits, then waits on the
     # unique index and meets IntegrityError; SQLite: it waits for the write lock, then finds them.
-    url = Settings(database_url=scratch_db_url).effective_database_url
-    db.upgrade(url)
+    url = Settings(database_url=migrated_db_url).effective_database_url
     engine = db.make_engine(url)
     sessions = db.make_session_factory(engine)
     with db.session_scope(sessions) as session:

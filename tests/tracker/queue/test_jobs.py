@@ -24,6 +24,8 @@ from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.results import store_job_result
 from wire import CommitIn
 
+pytestmark = pytest.mark.dialect
+
 T0 = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
 LEASE = dt.timedelta(minutes=5)
 T1 = T0 + dt.timedelta(minutes=8)  # inside attempt 2's lease
@@ -215,22 +217,21 @@ def _claim_all(engine: Engine, claimers: int, jobs: int, db_url: str) -> Counter
     return claimed
 
 
-def test_concurrent_claimers_never_share_a_job(scratch_db_url: str) -> None:
+def test_concurrent_claimers_never_share_a_job(migrated_db_url: str) -> None:
     from tests.conftest import SUITES
     from tracker.catalog.cases import sync_suites
     from tracker.catalog.suites import load_suites
 
-    db.upgrade(scratch_db_url)
     engine = (
-        db.make_engine(scratch_db_url, pool_size=20, max_overflow=20)
-        if scratch_db_url.startswith("postgres")
-        else db.make_engine(scratch_db_url)
+        db.make_engine(migrated_db_url, pool_size=20, max_overflow=20)
+        if migrated_db_url.startswith("postgres")
+        else db.make_engine(migrated_db_url)
     )
     try:
         with db.session_scope(db.make_session_factory(engine)) as session:
             sync_suites(session=session, suites=load_suites(SUITES))
-        claimers = 16 if scratch_db_url.startswith("postgres") else 8
-        claimed = _claim_all(engine, claimers=claimers, jobs=120, db_url=scratch_db_url)
+        claimers = 16 if migrated_db_url.startswith("postgres") else 8
+        claimed = _claim_all(engine, claimers=claimers, jobs=120, db_url=migrated_db_url)
         assert len(claimed) == 120
         assert set(claimed.values()) == {1}
     finally:

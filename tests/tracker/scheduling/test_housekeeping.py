@@ -19,9 +19,8 @@ from tracker.workflows import jobs as workflow_jobs
 
 
 @pytest.fixture
-def scratch_engine(scratch_db_url: str) -> Iterator[Engine]:
-    db.upgrade(scratch_db_url)
-    engine = db.make_engine(scratch_db_url)
+def scratch_engine(migrated_db_url: str) -> Iterator[Engine]:
+    engine = db.make_engine(migrated_db_url)
     with db.session_scope(db.make_session_factory(engine)) as session:
         sync_suites(session=session, suites=load_suites(SUITES))
     yield engine

@@ -28,20 +28,19 @@ from tests.conftest import ROOT, SUITES
 from tests.live import free_port
 from tests.tracker.scheduling.test_service import commit, git
 from tests.waiting import wait_until
-from tracker import db
 from tracker.models import Job, JobReason, NightlyRun, apscheduler_jobs
 from tracker.settings import Settings
 
-pytestmark = pytest.mark.slow  # two real perftrack serve processes
+pytestmark = [pytest.mark.dialect, pytest.mark.slow]  # two real perftrack serve processes
 
 ALL_SERIES = 7  # the tests' suite: four cases on H200, three on GB300
 
 
 @pytest.fixture
-def pg_scratch(scratch_db_url: str) -> str:
-    if not scratch_db_url.startswith("postgres"):
+def pg_scratch(migrated_db_url: str) -> str:
+    if not migrated_db_url.startswith("postgres"):
         pytest.skip("leader election between processes is PostgreSQL's advisory lock")
-    return Settings(database_url=scratch_db_url).effective_database_url
+    return Settings(database_url=migrated_db_url).effective_database_url
 
 
 @pytest.fixture
@@ -117,7 +116,6 @@ def next_fire(engine: Engine, name: str) -> float:
 def servers(
     pg_scratch: str, suite_dir: tuple[Path, Path], tmp_path: Path
 ) -> Iterator[dict[int, tuple[subprocess.Popen[bytes], str]]]:
-    db.upgrade(pg_scratch)  # PostgreSQL is never migrated by a server
     suites, _upstream = suite_dir
     env = {
         **os.environ,

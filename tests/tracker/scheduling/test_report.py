@@ -17,6 +17,8 @@ from tracker.scheduling.nightly import fire_nightly
 from tracker.scheduling.report import TrackingIssue, report_finished_nightlies
 from tracker.settings import Settings
 
+pytestmark = pytest.mark.dialect
+
 ISSUE = TrackingIssue(repository="sgl-project/sglang", number=12345)
 LATER = EARLIER + dt.timedelta(hours=3)
 

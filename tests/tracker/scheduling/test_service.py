@@ -30,6 +30,8 @@ from tracker.settings import Settings
 from tracker.vcs.branch_head import BranchUnavailable, ls_remote_head
 from tracker.vcs.history import GitHistory
 
+pytestmark = pytest.mark.dialect
+
 NOW = dt.datetime(2026, 11, 29, 18, 0, 5, tzinfo=dt.UTC)
 TEST_LOCK_KEY = LOCK_KEY - 1  # never the lock a live scheduler on the test database holds
 ALL_SERIES = 7  # the tests' suite: four cases on H200, three on GB300
@@ -250,9 +252,8 @@ def test_advisory_lock_elects_one_leader_and_fails_over(pg_url: str) -> None:
 
 
 @pytest.fixture
-def scratch_engine(scratch_db_url: str) -> Iterator[Engine]:
-    url = Settings(database_url=scratch_db_url).effective_database_url
-    db.upgrade(url)
+def scratch_engine(migrated_db_url: str) -> Iterator[Engine]:
+    url = Settings(database_url=migrated_db_url).effective_database_url
     engine = db.make_engine(url)
     with db.session_scope(db.make_session_factory(engine)) as session:
         sync_suites(session=session, suites=load_suites(SUITES))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -16,6 +17,8 @@ from tracker.series.counts import rebuild_series_counts
 from tracker.settings import Settings
 from tracker.workflows.results import store_result
 from wire import ResultIn
+
+pytestmark = pytest.mark.dialect
 
 
 def counts(session: Session) -> dict[tuple[int, int], tuple[int, int]]:

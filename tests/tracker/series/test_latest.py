@@ -44,6 +44,8 @@ from tracker.views.overview import SPARKLINE_RUNS, overview
 from tracker.workflows.results import store_result
 from wire import ResultIn
 
+pytestmark = pytest.mark.dialect
+
 __all__ = ["scratch_engine"]
 
 # ------------------------------------------------------------------ the tests

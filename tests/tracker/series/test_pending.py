@@ -23,6 +23,8 @@ from tracker.workflows.reactions import evaluate_pending_series
 from tracker.workflows.results import store_result
 from wire import ResultIn
 
+pytestmark = pytest.mark.dialect
+
 __all__ = ["scratch_engine"]
 DEFERRED = replace(LIMITS, defer_detection=True)
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)

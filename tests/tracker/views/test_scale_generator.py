@@ -44,9 +44,9 @@ CONFIG = ScaleConfig(nights=12, cases=3, hardware=2, comparisons=2, runners_per_
 
 
 @pytest.fixture
-def generated(scratch_db_url: str, tmp_path: Path) -> tuple[str, Path, Any]:
-    report = generate(scratch_db_url, tmp_path / "suites", CONFIG)
-    return scratch_db_url, tmp_path / "suites", report
+def generated(migrated_db_url: str, tmp_path: Path) -> tuple[str, Path, Any]:
+    report = generate(migrated_db_url, tmp_path / "suites", CONFIG)
+    return migrated_db_url, tmp_path / "suites", report
 
 
 def test_counts_are_consistent(generated: tuple[str, Path, Any]) -> None:
@@ -211,13 +211,13 @@ def _row(session: Any, model: Any, where: Any) -> dict[str, Any]:
 
 
 def test_after_a_bulk_load_the_overview_is_right_before_and_after_series_latest_is_rebuilt(
-    scratch_db_url: str, tmp_path: Path
+    migrated_db_url: str, tmp_path: Path
 ) -> None:
     """The generator writes runs around ingest: with no ``series_latest`` rows the overview reads every
     series from its runs, and once they are rebuilt it reads the rows; both give what every run gives."""
     config = ScaleConfig(nights=LATEST_POINTS + 20, cases=3, hardware=2, comparisons=1, runners_per_kind=1)
-    generate(scratch_db_url, tmp_path / "suites", config, sweep_alerts=False)
-    engine = db.make_engine(scratch_db_url)
+    generate(migrated_db_url, tmp_path / "suites", config, sweep_alerts=False)
+    engine = db.make_engine(migrated_db_url)
     with db.session_scope(db.make_session_factory(engine)) as session:
         # Some variety the generator does not write: each series' newest run refuted.
         session.execute(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -21,6 +22,8 @@ from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.bisections import start_queued_in
 from tracker.workflows.results import store_job_result
 from wire import CommitIn
+
+pytestmark = pytest.mark.dialect
 
 THROTTLED: dict[str, Any] = {
     "conditions": {

@@ -11,8 +11,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
-from tests.tracker.evidence_runs import drain
 from tests.tracker.detection.test_bisection import CULPRIT, repository  # noqa: F401 (the fixture)
+from tests.tracker.evidence_runs import drain
 from tracker.diagnosis.facts import FindingKind
 from tracker.diagnosis.loading import alert_diagnosis
 from tracker.ingest.files import EVIDENCE_EXCLUSION

@@ -17,8 +17,8 @@ from tests.factories import job_result
 from tests.tracker.bench import LIMITS, Bench
 from tests.tracker.diagnosis_runs import BAD_LOG, GRAPH_BREAK_FACTOR, WHOLE_GRAPH, Shape, history
 from tests.tracker.evidence_runs import EVIDENCE, TRACE_NAME, evidence_upload
-from tests.tracker.scheduling.test_housekeeping import scratch_engine  # noqa: F401 (the fixture)
 from tests.tracker.queue.test_jobs import candidate, runner
+from tests.tracker.scheduling.test_housekeeping import scratch_engine  # noqa: F401 (the fixture)
 from tests.tracker.scheduling.test_service import make_leader
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
@@ -37,6 +37,8 @@ from tracker.workflows.evidence_reading import summarize_pending
 from tracker.workflows.results import store_job_result
 from wire import JobResultIn
 from wire.files import FileIn
+
+pytestmark = pytest.mark.dialect
 
 CORRUPT_GZIP = bytearray((EVIDENCE / "toy_culprit.trace.json.gz").read_bytes())
 CORRUPT_GZIP[40:60] = b"\xff" * 20  # the gzip header is intact, the deflate stream is not

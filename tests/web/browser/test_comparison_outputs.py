@@ -11,9 +11,9 @@ import pytest
 
 from tests.conftest import SUITES
 from tests.live import live_server
-from tests.tracker.output_pictures import picture
-from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
 from tests.tracker.comparisons.test_comparisons import compare, planted
+from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
+from tests.tracker.output_pictures import picture
 from tests.web.browser.conftest import shoot
 from tests.web.browser.polling import wait_for_js
 from tracker import db
