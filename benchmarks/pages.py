@@ -21,8 +21,8 @@ from fastapi.testclient import TestClient
 
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.enums import JobReason
 from tracker.ingest.results import IngestLimits, ingest_job_result, ingest_result
-from tracker.models import JobReason
 from tracker.queue.claims import claim_job
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner

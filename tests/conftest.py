@@ -17,7 +17,7 @@ from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import sync_suites
 from tracker.catalog.suites import load_suites
-from tracker.models import TokenRole
+from tracker.enums import TokenRole
 from tracker.settings import Settings
 from web.app import create_app
 

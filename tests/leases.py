@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 
 from tracker import db
-from tracker.models import Job, JobState
+from tracker.enums import JobState
+from tracker.models import Job
 from tracker.workflows import jobs as workflow_jobs
 
 # A day: no test with real processes comes near it.

@@ -20,7 +20,9 @@ CONSTRUCT = re.compile(
     r"|with_variant|dialect\.name|upsert_insert"
 )
 # Tests that branch on the backend themselves.
-TEST_CONSTRUCT = re.compile(r"is_postgres|startswith\(\"(postgres|sqlite)|pgcluster|\.is_sqlite\b")
+TEST_CONSTRUCT = re.compile(
+    r"is_postgres|startswith\(\"(postgres|sqlite)|pgcluster|\.is_sqlite\b|dialect\.name|\bpg_\w+"
+)
 
 MIGRATIONS = "tests/migrations/test_migrations.py"
 COVERED_BY: dict[str, tuple[str, ...]] = {

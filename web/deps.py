@@ -17,8 +17,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
 from tracker.access.tokens import authenticate
+from tracker.enums import TokenRole
 from tracker.errors import AuthError, Forbidden, InvalidInput
-from tracker.models import ApiToken, TokenRole
+from tracker.models import ApiToken
 from tracker.settings import Settings
 from tracker.vcs.history import GitHistory
 from web.auth import CSRF_FIELD, Account, WebSession, web_session_of

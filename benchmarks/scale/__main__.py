@@ -46,7 +46,7 @@ from benchmarks.scale.plans import PlanFinding, check_plans
 from benchmarks.scale.report import format_plans, format_table
 from benchmarks.scale.shape import case_shapes
 from tracker import db
-from tracker.models import TokenRole
+from tracker.enums import TokenRole
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/perf_scale"
 

@@ -36,7 +36,7 @@ from benchmarks.scale.generate import ScaleConfig, commit_in
 from benchmarks.scale.shape import case_shapes
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.models import JobReason
+from tracker.enums import JobReason
 from tracker.queue.jobs import enqueue_job
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 

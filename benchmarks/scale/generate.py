@@ -27,25 +27,19 @@ from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites
 from tracker.catalog.suites import load_suites
+from tracker.enums import Arm, AttemptOutcome, ComparisonState, JobReason, JobState, TokenRole, Verdict
 from tracker.models import (
-    Arm,
-    AttemptOutcome,
     Candidate,
     Case,
     Commit,
     Comparison,
     ComparisonResult,
-    ComparisonState,
     HardwareKind,
     Job,
     JobAttempt,
-    JobReason,
-    JobState,
     Run,
     RunArtifacts,
     RunStage,
-    TokenRole,
-    Verdict,
 )
 from tracker.queue.jobs import PRIORITY
 from tracker.queue.runners import register_runner

@@ -25,7 +25,8 @@ from benchmarks.scale.generate import START, ScaleConfig, commit_in, nightly_pay
 from benchmarks.scale.shape import case_shapes, series_shape
 from tracker import db
 from tracker.access.tokens import create_token
-from tracker.models import Run, TokenRole
+from tracker.enums import TokenRole
+from tracker.models import Run
 from tracker.series.pending import pending_count
 from tracker.workflows.reactions import evaluate_pending_series
 from tracker.workflows.sweep import sweep

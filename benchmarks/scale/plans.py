@@ -22,7 +22,8 @@ from sqlalchemy import Engine, event
 
 from tracker import db
 from tracker.access.tokens import create_token
-from tracker.models import Job, JobAttempt, Run, RunArtifacts, RunStage, TokenRole
+from tracker.enums import TokenRole
+from tracker.models import Job, JobAttempt, Run, RunArtifacts, RunStage
 from tracker.settings import Settings
 from tracker.workflows.sweep import sweep
 from web.app import create_app

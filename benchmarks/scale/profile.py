@@ -34,7 +34,7 @@ from pathlib import Path
 from benchmarks.scale.claims import ClaimFigures, queue_jobs, register_fleet, run_queue_down, server_cpu_s
 from benchmarks.scale.generate import ScaleConfig
 from benchmarks.scale.measure import issue_tokens, serve
-from tracker.models import TokenRole
+from tracker.enums import TokenRole
 
 _OWN = re.compile(r"\((?:tracker|web|wire)/")
 _LOCATION = re.compile(r" \((.*?):\d+\)$")

@@ -8,10 +8,11 @@ from rich.table import Table
 from sqlalchemy import select
 
 from perftrack.cli.common import console, database_session, fail, settings
+from tracker.enums import DeliveryState
 from tracker.errors import PerftrackError
 from tracker.github import outbox
 from tracker.github.inbox import requeue
-from tracker.models import DeliveryState, GithubDelivery, GithubOutbox
+from tracker.models import GithubDelivery, GithubOutbox
 
 app = typer.Typer(
     help="The PR bot: its deliveries (and running failed ones again), its outbox (list, flush, retry).",

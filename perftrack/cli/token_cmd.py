@@ -7,7 +7,7 @@ from rich.table import Table
 
 from perftrack.cli.common import console, database_session
 from tracker.access.tokens import create_token, list_tokens, revoke_token, rotate_token
-from tracker.models import TokenRole
+from tracker.enums import TokenRole
 
 app = typer.Typer(help="Manage API tokens (stored hashed; shown once).", no_args_is_help=True)
 

@@ -55,7 +55,8 @@ from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import list_current_cases
 from tracker.comparisons.creation import create_calibration, create_comparison
-from tracker.models import Case, Commit, HardwareKind, JobReason, Repository, TokenRole
+from tracker.enums import JobReason, TokenRole
+from tracker.models import Case, Commit, HardwareKind, Repository
 from tracker.queue.jobs import enqueue_job
 from tracker.settings import Settings
 from tracker.vcs.commits import ensure_candidate, upsert_commit

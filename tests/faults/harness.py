@@ -27,7 +27,7 @@ from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import sync_suites
 from tracker.catalog.suites import load_suites
-from tracker.models import TokenRole
+from tracker.enums import TokenRole
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FAKE_BENCH = Path(__file__).resolve().parent / "fake_bench.py"

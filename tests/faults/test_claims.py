@@ -23,7 +23,8 @@ from tests.leases import UNEXPIRING_LEASE_S
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites
 from tracker.catalog.suites import load_suites
-from tracker.models import Job, JobReason, JobState, Repository, Runner, utcnow
+from tracker.enums import JobReason, JobState
+from tracker.models import Job, Repository, Runner, utcnow
 from tracker.queue.jobs import DEFAULT_LEASE, enqueue_job, finish_job
 from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate, upsert_commit

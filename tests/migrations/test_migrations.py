@@ -18,24 +18,9 @@ from tracker import db
 from tracker.catalog.cases import sync_suites
 from tracker.catalog.suites import load_suites
 from tracker.detection.alert_log import record
+from tracker.enums import AlertConfirmation, Arm, BisectionState, Direction, JobReason, Metric, OutboxKind
 from tracker.github import outbox
-from tracker.models import (
-    Alert,
-    AlertConfirmation,
-    Arm,
-    Base,
-    BisectionState,
-    BisectionStep,
-    Case,
-    Commit,
-    Direction,
-    EvidenceJob,
-    HardwareKind,
-    JobAttempt,
-    JobReason,
-    Metric,
-    OutboxKind,
-)
+from tracker.models import Alert, Base, BisectionStep, Case, Commit, EvidenceJob, HardwareKind, JobAttempt
 from tracker.queue.jobs import enqueue_job, finish_job, release_job
 from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate

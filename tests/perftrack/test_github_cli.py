@@ -7,8 +7,9 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
 from tests.perftrack.test_cli import cli_env, invoke
+from tracker.enums import DeliveryState
 from tracker.github import outbox
-from tracker.models import DeliveryState, GithubDelivery, GithubOutbox, utcnow
+from tracker.models import GithubDelivery, GithubOutbox, utcnow
 
 __all__ = ["cli_env"]
 

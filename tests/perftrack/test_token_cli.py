@@ -16,8 +16,9 @@ from tests.factories import result_body
 from tests.perftrack.test_cli import cli_env
 from tracker import db
 from tracker.access.tokens import authenticate
+from tracker.enums import TokenRole
 from tracker.errors import AuthError
-from tracker.models import ApiToken, TokenRole
+from tracker.models import ApiToken
 from tracker.settings import Settings
 from web.app import create_app
 

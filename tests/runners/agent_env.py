@@ -14,7 +14,7 @@ import httpx
 from tests.live import live_server
 from tracker import db
 from tracker.access.tokens import create_token
-from tracker.models import TokenRole
+from tracker.enums import TokenRole
 from tracker.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent.parent

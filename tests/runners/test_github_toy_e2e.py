@@ -32,10 +32,11 @@ from tests.live import live_server, serve_asgi
 from tests.waiting import wait_until
 from tracker import db
 from tracker.access.tokens import create_token
+from tracker.enums import RunStatus, TokenRole
 from tracker.github.client import client_from_settings
 from tracker.github.outbox import flush_outbox
 from tracker.github.webhook import sign
-from tracker.models import Comparison, Run, RunArtifacts, RunStatus, TokenRole
+from tracker.models import Comparison, Run, RunArtifacts
 from tracker.settings import Settings
 
 pytestmark = pytest.mark.slow  # a live tracker, fake GitHub and a real CPU runner measuring the toy pipeline

@@ -32,7 +32,8 @@ from runners.workloads.base import WorkloadContext
 from runners.workloads.cli.discovery import OptionsCache
 from runners.workloads.sglang import SglangWorkload
 from tests.tracker.bench import Bench
-from tracker.models import Alert, Commit, Job, JobReason
+from tracker.enums import JobReason
+from tracker.models import Alert, Commit, Job
 from tracker.vcs.history import GitHistory
 from wire import CommitIn
 

@@ -9,8 +9,9 @@ from sqlalchemy.orm import Session
 
 from tests.factories import job_result
 from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.enums import JobReason
 from tracker.ingest.results import IngestLimits
-from tracker.models import Commit, Job, JobReason
+from tracker.models import Commit, Job
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate, upsert_commit

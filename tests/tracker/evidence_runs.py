@@ -14,7 +14,8 @@ from tests.conftest import DATA
 from tests.factories import job_result
 from tests.tracker.bench import LIMITS, Bench, Measure
 from tracker.diagnosis.evidence_loading import summarize_pending_evidence
-from tracker.models import Arm, EvidenceJob, Job, JobReason
+from tracker.enums import Arm, JobReason
+from tracker.models import EvidenceJob, Job
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.bisections import start_queued_in
 from tracker.workflows.results import store_job_result

@@ -19,23 +19,9 @@ from sqlalchemy.orm import Session, selectinload
 from tests.factories import job_result, result_body
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.creation import create_comparison, repository_of_cases, resolve_candidate
+from tracker.enums import AlertStatus, Direction, JobReason, JobState, Metric, RunStatus
 from tracker.ingest.results import IngestLimits
-from tracker.models import (
-    Alert,
-    AlertStatus,
-    Case,
-    Commit,
-    Direction,
-    HardwareKind,
-    Job,
-    JobReason,
-    JobState,
-    Metric,
-    Run,
-    Runner,
-    RunStatus,
-    SeriesLatest,
-)
+from tracker.models import Alert, Case, Commit, HardwareKind, Job, Run, Runner, SeriesLatest
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
 from tracker.series.latest import rebuild_series_latest

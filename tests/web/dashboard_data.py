@@ -14,7 +14,8 @@ from tests.factories import regression_payloads
 from tests.tracker.bench import LIMITS, Bench
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.creation import create_calibration, create_comparison
-from tracker.models import Commit, Job, JobReason, utcnow
+from tracker.enums import JobReason
+from tracker.models import Commit, Job, utcnow
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate

@@ -48,7 +48,7 @@ def _standalone_app(root: Path, database_url: str | None) -> tuple[FastAPI, Toke
     from tracker import db
     from tracker.access.tokens import create_token
     from tracker.bootstrap import prepare_database
-    from tracker.models import TokenRole
+    from tracker.enums import TokenRole
     from tracker.settings import Settings
     from web.app import create_app
 

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 from tests.factories import regression_payloads
 from tests.tracker.bench import Bench
 from tests.tracker.detection.test_alerts import BASE_MS, SLOW_MS, commit_in
-from tracker.models import Commit, Job, JobReason
+from tracker.enums import JobReason
+from tracker.models import Commit, Job
 
 
 def _auth(token: str) -> dict[str, str]:

@@ -21,8 +21,9 @@ from sqlalchemy.orm import Session
 from tests.factories import regression_payloads
 from tests.web.app_routes import AppRoute, Guard, mutating_routes
 from tracker.access.tokens import create_token, revoke_token
+from tracker.enums import AlertStatus, TokenRole
 from tracker.github.webhook import sign
-from tracker.models import Alert, AlertStatus, Base, GithubDelivery, TokenRole
+from tracker.models import Alert, Base, GithubDelivery
 from tracker.settings import Settings
 
 WEBHOOK = "/api/v1/github/webhook"

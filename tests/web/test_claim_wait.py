@@ -25,7 +25,7 @@ from tests.live import live_server
 from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.models import JobReason, TokenRole
+from tracker.enums import JobReason, TokenRole
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.wakeups import NotifyListener, job_queued, on_job_queued
 from tracker.settings import Settings

@@ -25,8 +25,9 @@ from tests.tracker.diagnosis_runs import (
 )
 from tracker.comparisons.summary import comparison_view
 from tracker.diagnosis.loading import comparison_diagnoses
+from tracker.enums import Arm
 from tracker.github.render import render_comment
-from tracker.models import Alert, Arm, NightlyRun
+from tracker.models import Alert, NightlyRun
 from tracker.scheduling.report import render_nightly
 from tracker.scheduling.summary import nightly_summary
 from tracker.workflows import jobs as workflow_jobs

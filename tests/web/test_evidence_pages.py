@@ -13,7 +13,8 @@ from tests.tracker.bench import Bench
 from tests.tracker.evidence_runs import EVIDENCE, TRACE_NAME, drain, evidence_upload
 from tests.tracker.workflows.test_evidence_reading import culprit_alert, upload_both
 from tracker.diagnosis.evidence_loading import summarize_pending_evidence
-from tracker.models import Alert, Arm, EvidenceJob, Run, utcnow
+from tracker.enums import Arm
+from tracker.models import Alert, EvidenceJob, Run, utcnow
 
 
 def alert_with_evidence(session: Session) -> tuple[Alert, dict[Arm, Run]]:

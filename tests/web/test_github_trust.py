@@ -39,11 +39,12 @@ from tests.web.test_github_webhook import (  # noqa: F401 - fixtures
     pushed,
     settings,
 )
+from tracker.enums import ComparisonState, DeliveryState
 from tracker.github.client import GithubClient
 from tracker.github.commands import HELP, find_command
 from tracker.github.inbox import MAX_ATTEMPTS, prune_deliveries
 from tracker.github.webhook import sign
-from tracker.models import ComparisonState, DeliveryState, GithubDelivery, utcnow
+from tracker.models import GithubDelivery, utcnow
 from tracker.settings import Settings
 from web.api.github import get_github_client
 

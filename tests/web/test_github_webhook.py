@@ -26,22 +26,14 @@ from tests.factories import job_result
 from tests.fakes.fake_github import FakeGithub
 from tests.tracker.comparisons.test_comparisons import LIMITS, T0, Outcome, drive, planted, runner
 from tracker.catalog.cases import list_current_cases
+from tracker.enums import Arm, ComparisonState, DeliveryState
 from tracker.github import outbox
 from tracker.github.client import GithubClient
 from tracker.github.inbox import process_pending
 from tracker.github.outbox import FlushReport, flush_outbox
 from tracker.github.render import marker
 from tracker.github.webhook import sign
-from tracker.models import (
-    Arm,
-    Comparison,
-    ComparisonState,
-    DeliveryState,
-    GithubDelivery,
-    GithubOutbox,
-    Job,
-    utcnow,
-)
+from tracker.models import Comparison, GithubDelivery, GithubOutbox, Job, utcnow
 from tracker.settings import Settings
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.results import store_job_result

@@ -18,7 +18,8 @@ from tests.factories import regression_payloads
 from tests.waiting import wait_until
 from tracker import db
 from tracker.catalog.suites import ResolvedSchedule
-from tracker.models import Job, JobState, NightlyRun, apscheduler_jobs
+from tracker.enums import JobState
+from tracker.models import Job, NightlyRun, apscheduler_jobs
 from tracker.scheduling.leader import PostgresLeader, make_leader
 from tracker.scheduling.nightly import fire_nightly
 from tracker.settings import Settings, get_settings

@@ -20,7 +20,8 @@ from tests.factories import result_body
 from tests.tracker.comparisons.test_comparisons import compare, planted
 from tests.tracker.comparisons.test_outputs import by_arm, drive_with_outputs
 from tests.tracker.output_pictures import picture
-from tracker.models import Arm, Comparison, Job, Run
+from tracker.enums import Arm
+from tracker.models import Comparison, Job, Run
 
 DIGEST = "sha256:" + "5e" * 32
 

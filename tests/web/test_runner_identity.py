@@ -20,7 +20,7 @@ from tests.leases import UNEXPIRING_LEASE_S
 from tests.live import live_server
 from tracker import db
 from tracker.access.tokens import create_token
-from tracker.models import TokenRole
+from tracker.enums import TokenRole
 from tracker.settings import Settings
 
 CASE = "qwen-image-t2i-1024"

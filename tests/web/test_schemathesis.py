@@ -21,7 +21,7 @@ from tests.web.fuzz_openapi import run_campaign
 from tests.web.fuzz_pages import CSRF_INPUT, page_values, run_pages_campaign
 from tests.web.fuzz_webhook import run_webhook_campaign
 from tracker.access.tokens import create_token
-from tracker.models import TokenRole
+from tracker.enums import TokenRole
 from tracker.settings import Settings
 from web.app import create_app
 

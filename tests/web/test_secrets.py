@@ -17,10 +17,11 @@ from sqlalchemy.orm import Session
 
 from tests.factories import result_body
 from tracker.access.tokens import create_token, revoke_token
+from tracker.enums import TokenRole
 from tracker.github.client import GithubClient, GithubError
 from tracker.github.outbox import flush_outbox, queue
 from tracker.github.webhook import sign
-from tracker.models import GithubOutbox, TokenRole
+from tracker.models import GithubOutbox
 from tracker.settings import Settings
 
 WEBHOOK_SECRET = "whsec-do-not-leak-0123456789abcdef"

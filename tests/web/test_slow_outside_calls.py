@@ -26,7 +26,8 @@ from tests.waiting import wait_until
 from tracker import db
 from tracker.access.tokens import create_token
 from tracker.bootstrap import prepare_database
-from tracker.models import Alert, Repository, TokenRole
+from tracker.enums import TokenRole
+from tracker.models import Alert, Repository
 from tracker.settings import Settings
 from tracker.vcs.history import GitHistory
 from web.app import create_app

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from tracker.models import ApiToken, DashboardSession, TokenRole
+from tracker.enums import TokenRole
+from tracker.models import ApiToken, DashboardSession
 
 # last_seen_at is written at most this often: a page view is not a database write every time.
 TOUCH_INTERVAL = dt.timedelta(seconds=60)

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
+from tracker.enums import TokenRole
 from tracker.errors import AuthError, Conflict, Forbidden, InvalidInput, NotFound
-from tracker.models import ApiToken, Runner, TokenRole, utcnow
+from tracker.models import ApiToken, Runner, utcnow
 
 TOKEN_PREFIX = "pt_"  # noqa: S105 - a visible marker, not a secret
 _TOKEN_SHAPE = re.compile(r"^pt_[A-Za-z0-9_\-]{43}$")

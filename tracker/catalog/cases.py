@@ -9,8 +9,9 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from tracker.catalog.suites import ResolvedCase, Suite
+from tracker.enums import RunMode, Workload
 from tracker.errors import InvalidInput
-from tracker.models import CarriedPatch, Case, CaseHardware, HardwareKind, Repository, RunMode, Workload
+from tracker.models import CarriedPatch, Case, CaseHardware, HardwareKind, Repository
 
 
 @dataclass

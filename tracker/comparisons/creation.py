@@ -15,22 +15,9 @@ from sqlalchemy.orm import Session
 
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.calibration import CALIBRATION_MAX_ROUNDS, judged_against
+from tracker.enums import Arm, ComparisonKind, ComparisonState, JobReason, Verdict
 from tracker.errors import InvalidInput
-from tracker.models import (
-    Alert,
-    Arm,
-    Candidate,
-    Case,
-    Comparison,
-    ComparisonKind,
-    ComparisonResult,
-    ComparisonState,
-    HardwareKind,
-    Job,
-    JobReason,
-    Repository,
-    Verdict,
-)
+from tracker.models import Alert, Candidate, Case, Comparison, ComparisonResult, HardwareKind, Job, Repository
 from tracker.queue.jobs import enqueue_job
 from tracker.statistics.paired_rounds import ConfirmationPolicy
 from tracker.vcs.commits import ensure_candidate, upsert_commit

@@ -16,8 +16,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tracker.comparisons.summary import RoundView, rounds_of
+from tracker.enums import Arm, RunStatus
 from tracker.errors import NotFound
-from tracker.models import Arm, Comparison, ComparisonResult, Job, Run, RunOutput, RunStatus
+from tracker.models import Comparison, ComparisonResult, Job, Run, RunOutput
 from tracker.outputs.checks import OutputCheck, check_outputs, tolerance_of
 
 ResultKey = tuple[int, int, int]  # (comparison id, case id, hardware kind id)

@@ -23,19 +23,15 @@ from tracker.comparisons.creation import enqueue_round
 from tracker.comparisons.output_checks import check_result_output
 from tracker.comparisons.summary import RoundView, rounds_of
 from tracker.comparisons.verdicts import failed_arms, judge_result, paired_decision, with_failures
-from tracker.enums import FINISHED_COMPARISON_STATES, PENDING_JOB_STATES
-from tracker.errors import Conflict, NotFound
-from tracker.models import (
-    Alert,
-    Comparison,
+from tracker.enums import (
+    FINISHED_COMPARISON_STATES,
+    PENDING_JOB_STATES,
     ComparisonKind,
-    ComparisonResult,
     ComparisonState,
-    Job,
-    Run,
     Verdict,
-    utcnow,
 )
+from tracker.errors import Conflict, NotFound
+from tracker.models import Alert, Comparison, ComparisonResult, Job, Run, utcnow
 from tracker.queue.jobs import cancel_job
 from tracker.statistics.paired_rounds import ConfirmationPolicy
 

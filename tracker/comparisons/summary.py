@@ -15,17 +15,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from tracker.enums import FINISHED_JOB_STATES
+from tracker.enums import FINISHED_JOB_STATES, Arm, ComparisonState, RunStatus
 from tracker.errors import NotFound
-from tracker.models import (
-    Arm,
-    Comparison,
-    ComparisonResult,
-    ComparisonState,
-    Job,
-    Run,
-    RunStatus,
-)
+from tracker.models import Comparison, ComparisonResult, Job, Run
 from tracker.statistics.ab import RoundValues
 
 

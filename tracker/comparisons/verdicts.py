@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 
 from tracker.comparisons.calibration import judged_against
 from tracker.comparisons.summary import RoundView
-from tracker.models import Alert, Comparison, ComparisonKind, ComparisonResult, Direction, Verdict
+from tracker.enums import ComparisonKind, Direction, Verdict
+from tracker.models import Alert, Comparison, ComparisonResult
 from tracker.statistics.ab import ComparisonStats, RoundValues, compare_rounds
 from tracker.statistics.bisection import BisectCall, bisect_call
 from tracker.statistics.confirmation import ConfirmationOutcome, judge_confirmation

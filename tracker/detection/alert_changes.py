@@ -13,7 +13,8 @@ from __future__ import annotations
 from tracker.detection.alert_log import record
 from tracker.detection.alert_matching import LIVE, SeriesContext, direction_of, runs_from_jobs
 from tracker.detection.confirmation import start_confirmation
-from tracker.models import Alert, AlertConfirmation, AlertStatus, Metric
+from tracker.enums import AlertConfirmation, AlertStatus, Metric
+from tracker.models import Alert
 from tracker.statistics.changepoints import Change
 from tracker.statistics.paired_rounds import ChangeAction, plan_change
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tracker.models import Alert, AlertEvent, AlertStatus
+from tracker.enums import AlertStatus
+from tracker.models import Alert, AlertEvent
 
 ACTOR = "perftrack"  # events written by the tracker itself, not by a person
 

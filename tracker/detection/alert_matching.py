@@ -16,16 +16,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from tracker.models import (
-    Alert,
-    AlertConfirmation,
-    AlertStatus,
-    Case,
-    Commit,
-    Direction,
-    HardwareKind,
-    RunSource,
-)
+from tracker.enums import AlertConfirmation, AlertStatus, Direction, RunSource
+from tracker.models import Alert, Case, Commit, HardwareKind
 from tracker.series.state import SeriesCommit
 from tracker.statistics.changepoints import Change, Detection
 

@@ -52,7 +52,8 @@ from tracker.detection.alert_matching import (
     runs_from_jobs,
     undone_alert,
 )
-from tracker.models import Alert, Case, HardwareKind, Metric
+from tracker.enums import Metric
+from tracker.models import Alert, Case, HardwareKind
 from tracker.series.state import (
     LOOKBACK_COMMITS,
     SeriesCommit,

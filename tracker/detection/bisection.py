@@ -29,23 +29,17 @@ from tracker.comparisons.creation import create_paired_check
 from tracker.detection.alert_log import ACTOR, record
 from tracker.detection.confirmation import POLICY
 from tracker.detection.step_judges import Judged, judge_output_step
-from tracker.enums import FINISHED_COMPARISON_STATES
-from tracker.models import (
-    Alert,
+from tracker.enums import (
+    FINISHED_COMPARISON_STATES,
     BisectionOutcome,
     BisectionState,
-    BisectionStep,
-    Candidate,
-    Commit,
-    Comparison,
     ComparisonKind,
-    Job,
     JobReason,
     Metric,
-    Run,
     RunStatus,
     Verdict,
 )
+from tracker.models import Alert, BisectionStep, Candidate, Commit, Comparison, Job, Run
 from tracker.queue.jobs import enqueue_job
 from tracker.statistics.bisection import BisectCall, single_run_bisect_call
 from tracker.vcs.commits import ensure_candidate, upsert_commit

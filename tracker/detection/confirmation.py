@@ -29,17 +29,15 @@ from tracker.comparisons.creation import create_paired_check
 from tracker.comparisons.summary import ComparisonView, comparison_view
 from tracker.detection.alert_log import record
 from tracker.detection.odd_runs import refute, remeasure_interfered
-from tracker.enums import FINISHED_COMPARISON_STATES
-from tracker.models import (
-    Alert,
+from tracker.enums import (
+    FINISHED_COMPARISON_STATES,
     AlertConfirmation,
     AlertStatus,
-    Comparison,
     ComparisonKind,
-    ComparisonResult,
     Direction,
     Verdict,
 )
+from tracker.models import Alert, Comparison, ComparisonResult
 from tracker.statistics.paired_rounds import ConfirmationPolicy
 from tracker.vcs.commits import ensure_candidate
 

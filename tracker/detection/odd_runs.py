@@ -21,19 +21,8 @@ from sqlalchemy.orm import Session
 
 from tracker.comparisons.calibration import judged_against
 from tracker.detection.alert_log import record
-from tracker.models import (
-    Alert,
-    AlertConfirmation,
-    AlertStatus,
-    Arm,
-    Candidate,
-    Comparison,
-    Job,
-    JobReason,
-    Run,
-    Runner,
-    RunStatus,
-)
+from tracker.enums import AlertConfirmation, AlertStatus, Arm, JobReason, RunStatus
+from tracker.models import Alert, Candidate, Comparison, Job, Run, Runner
 from tracker.queue.jobs import PRIORITY, enqueue_job
 from tracker.series.latest import refresh_series
 from tracker.series.state import load_series_runs

@@ -33,16 +33,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.detection.alert_log import record
-from tracker.models import (
-    Alert,
-    AlertConfirmation,
-    AlertStatus,
-    Case,
-    Direction,
-    HardwareKind,
-    Metric,
-    RunOutput,
-)
+from tracker.enums import AlertConfirmation, AlertStatus, Direction, Metric
+from tracker.models import Alert, Case, HardwareKind, RunOutput
 from tracker.outputs.checks import (
     OutputCheck,
     compare_sides,

@@ -16,8 +16,8 @@ from typing import Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.enums import BisectionOutcome, OutputStatus
-from tracker.models import Alert, BisectionStep, Candidate, Run, RunStatus
+from tracker.enums import BisectionOutcome, OutputStatus, RunStatus
+from tracker.models import Alert, BisectionStep, Candidate, Run
 from tracker.outputs.checks import compare_sides, newest_outputs, tolerance_of
 
 # "called": the step has its outcome; "measure": queue a job for it; "again": measure once more;

@@ -10,16 +10,9 @@ from sqlalchemy.orm import Session, selectinload
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.detection import bisection
 from tracker.detection.alert_log import record
-from tracker.enums import enum_values
+from tracker.enums import AlertConfirmation, AlertStatus, BisectionState, Direction, enum_values
 from tracker.errors import Conflict, InvalidInput, NotFound
-from tracker.models import (
-    Alert,
-    AlertConfirmation,
-    AlertStatus,
-    BisectionState,
-    Case,
-    Direction,
-)
+from tracker.models import Alert, Case
 
 # Who may move an alert where. Reopening is allowed from every closed state, with a reason.
 TRANSITIONS: dict[AlertStatus, frozenset[AlertStatus]] = {

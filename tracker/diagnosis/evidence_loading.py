@@ -23,7 +23,8 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from tracker.diagnosis.evidence import summarize
-from tracker.models import Arm, EvidenceJob, Job, Run, RunArtifacts, RunFile, RunStatus
+from tracker.enums import Arm, RunStatus
+from tracker.models import EvidenceJob, Job, Run, RunArtifacts, RunFile
 
 logger = logging.getLogger(__name__)
 PENDING_LIMIT = 20  # rows read per pass; the next pass (or follow-up) takes the rest

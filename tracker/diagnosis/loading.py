@@ -40,19 +40,9 @@ from tracker.diagnosis.findings import diagnose
 from tracker.diagnosis.output_loading import alert_outputs
 from tracker.diagnosis.output_rule import with_output
 from tracker.diagnosis.result_outputs import result_output
+from tracker.enums import JobReason, RunStatus, Verdict
 from tracker.ingest.conditions import conditions_from_environment
-from tracker.models import (
-    Alert,
-    Candidate,
-    Job,
-    JobReason,
-    Run,
-    RunArtifacts,
-    Runner,
-    RunStage,
-    RunStatus,
-    Verdict,
-)
+from tracker.models import Alert, Candidate, Job, Run, RunArtifacts, Runner, RunStage
 
 RUNS_PER_SIDE = 12  # newest runs of a commit an alert's diagnosis reads
 SeriesKey = tuple[int, int]  # (case id, hardware kind id)

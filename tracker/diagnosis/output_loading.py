@@ -14,7 +14,8 @@ from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from tracker.diagnosis.facts import OutputFact
-from tracker.models import Alert, Candidate, Metric, Run, RunOutput, RunStatus
+from tracker.enums import Metric, RunStatus
+from tracker.models import Alert, Candidate, Run, RunOutput
 from tracker.outputs.checks import compare_sides, tolerance_of
 
 CommitKey = tuple[int, int, int]  # (case id, hardware kind id, commit id)

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from tracker.diagnosis.facts import OutputFact
-from tracker.models import ComparisonResult, OutputStatus
+from tracker.enums import OutputStatus
+from tracker.models import ComparisonResult
 from tracker.outputs.checks import tolerance_of
 
 

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from tracker.comparisons.creation import create_comparison, resolve_candidate
 from tracker.comparisons.progress import cancel_comparison
+from tracker.enums import ComparisonState, OutboxKind
 from tracker.errors import InvalidInput, PerftrackError
 from tracker.github import outbox
 from tracker.github.access import may_run
@@ -39,7 +40,7 @@ from tracker.github.heads import head_when_asked
 from tracker.github.plan import ComparisonPlan, plan_comparison
 from tracker.github.render import code
 from tracker.github.status import OPEN_STATES, comparison_changed
-from tracker.models import Comparison, ComparisonState, OutboxKind, Repository, utcnow
+from tracker.models import Comparison, Repository, utcnow
 from tracker.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -20,13 +20,14 @@ from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from tracker.enums import DeliveryState
 from tracker.errors import Conflict, PerftrackError
 from tracker.github.bot import act, decide, is_own_comment, reply
 from tracker.github.client import GithubClient, GithubError, GithubSetupError
 from tracker.github.commands import find_command
 from tracker.github.events import CommentEvent, Event, MalformedDelivery, event_from_dict
 from tracker.github.render import code
-from tracker.models import DeliveryState, GithubDelivery, utcnow
+from tracker.models import GithubDelivery, utcnow
 from tracker.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -28,10 +28,11 @@ from sqlalchemy.orm import Session
 
 from tracker.comparisons.summary import comparison_view
 from tracker.diagnosis.loading import comparison_diagnoses
+from tracker.enums import OutboxKind
 from tracker.errors import Conflict, NotFound
 from tracker.github.client import GithubClient, GithubError, client_from_settings
 from tracker.github.render import comparison_link, marker, render_comment
-from tracker.models import Comparison, GithubOutbox, OutboxKind, utcnow
+from tracker.models import Comparison, GithubOutbox, utcnow
 from tracker.settings import Settings
 
 logger = logging.getLogger(__name__)

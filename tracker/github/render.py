@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from tracker.comparisons.labels import ResultOutcome, comparison_label, output_summary, result_label
 from tracker.comparisons.summary import ComparisonView, ResultView
 from tracker.diagnosis.facts import Finding
-from tracker.models import Candidate, ComparisonResult, ComparisonState, OutputStatus, Verdict
+from tracker.enums import ComparisonState, OutputStatus, Verdict
+from tracker.models import Candidate, ComparisonResult
 
 # Findings shown under each result that changed (the rest are on the comparison's page).
 FINDINGS_IN_COMMENT = 2

@@ -9,8 +9,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.comparisons.labels import ResultOutcome, comparison_label
+from tracker.enums import ComparisonState, OutboxKind, OutputStatus, Verdict
 from tracker.github import outbox
-from tracker.models import Comparison, ComparisonState, GithubOutbox, OutboxKind, OutputStatus, Verdict
+from tracker.models import Comparison, GithubOutbox
 
 OPEN_STATES = (ComparisonState.PENDING, ComparisonState.RUNNING)
 MAX_DESCRIPTION = 140  # characters GitHub keeps of a commit status' description

@@ -26,11 +26,12 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tracker.enums import RunSource, RunStatus
 from tracker.errors import InvalidInput, PerftrackError
 from tracker.ingest.resolving import ImportResolver
 from tracker.ingest.results import IngestLimits, check_limits, derive_idempotency_key, find_by_key, key_reused
 from tracker.ingest.rows import RunRows, run_rows
-from tracker.models import Base, Job, Run, RunArtifacts, RunSource, RunStage, RunStatus
+from tracker.models import Base, Job, Run, RunArtifacts, RunStage
 from tracker.observability.metrics import record_result
 from tracker.outputs.storing import insert_outputs
 from tracker.series.counts import count_runs

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracker.models import RunStatus
+from tracker.enums import RunStatus
 from tracker.models.runs import MeasurementFlag
 
 # Contention, for runs without GPUs (the CPU toy): other processes must take at least half a core

@@ -9,11 +9,12 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tracker.enums import JobReason, RunSource, RunStatus
 from tracker.errors import Conflict, InvalidInput, PayloadTooLarge
 from tracker.ingest.files import EVIDENCE_EXCLUSION, store_files
 from tracker.ingest.resolving import ImportResolver
 from tracker.ingest.rows import run_rows
-from tracker.models import Job, JobReason, Run, Runner, RunSource, RunStatus, utcnow
+from tracker.models import Job, Run, Runner, utcnow
 from tracker.observability.metrics import record_result
 from tracker.outputs.storing import insert_outputs
 from tracker.queue.jobs import finish_job, live_job

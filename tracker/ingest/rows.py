@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracker.access.redaction import redact_environment, redact_text
+from tracker.enums import RunSource, RunStatus
 from tracker.ingest.conditions import condition_flag
 from tracker.ingest.provenance import dump_commit_warning
-from tracker.models import Run, RunArtifacts, RunSource, RunStage, RunStatus
+from tracker.models import Run, RunArtifacts, RunStage
 from tracker.outputs.storing import frame_rows
 from tracker.statistics.steps import summarize_steps, value_of_record
 from wire import JobResultIn, MeasurementIn, OutputIn

@@ -33,18 +33,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from tracker.enums import PENDING_JOB_STATES
-from tracker.models import (
-    HardwareKind,
-    Job,
-    JobReason,
-    JobState,
-    PendingEvaluation,
-    Run,
-    RunSource,
-    RunStatus,
-    utcnow,
-)
+from tracker.enums import PENDING_JOB_STATES, JobReason, JobState, RunSource, RunStatus
+from tracker.models import HardwareKind, Job, PendingEvaluation, Run, utcnow
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from sqlalchemy import ColumnElement, Update, bindparam, exists, or_, select, up
 from sqlalchemy.orm import Session, aliased, joinedload
 from sqlalchemy.orm.util import AliasedClass
 
-from tracker.models import Candidate, Case, Commit, Comparison, Job, JobState, Runner, utcnow
+from tracker.enums import JobState
+from tracker.models import Candidate, Case, Commit, Comparison, Job, Runner, utcnow
 from tracker.queue.jobs import DEFAULT_LEASE, PIN_STALE_AFTER, PINNED_KINDS
 
 # How precisely a claim records when its runner was last heard from (online status: 2 minutes;

@@ -25,22 +25,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from tracker.enums import FINISHED_JOB_STATES
+from tracker.enums import FINISHED_JOB_STATES, Arm, AttemptOutcome, ComparisonKind, JobReason, JobState
 from tracker.errors import Conflict, InvalidInput, NotFound
-from tracker.models import (
-    Arm,
-    AttemptOutcome,
-    Candidate,
-    Case,
-    ComparisonKind,
-    HardwareKind,
-    Job,
-    JobAttempt,
-    JobReason,
-    JobState,
-    Runner,
-    utcnow,
-)
+from tracker.models import Candidate, Case, HardwareKind, Job, JobAttempt, Runner, utcnow
 from tracker.observability.metrics import record_lease_expiries
 from tracker.queue.wakeups import job_queued
 

@@ -18,8 +18,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tracker.access.tokens import authenticate_with_runner
+from tracker.enums import JobState, TokenRole
 from tracker.errors import Conflict, Forbidden, NotFound
-from tracker.models import ApiToken, HardwareKind, Job, JobState, Runner, TokenRole, utcnow
+from tracker.models import ApiToken, HardwareKind, Job, Runner, utcnow
 
 logger = logging.getLogger(__name__)
 

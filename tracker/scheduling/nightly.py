@@ -15,18 +15,8 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from tracker.catalog.suites import ResolvedSchedule
-from tracker.models import (
-    Candidate,
-    Case,
-    Commit,
-    HardwareKind,
-    Job,
-    JobReason,
-    JobState,
-    NightlyRun,
-    Repository,
-    Run,
-)
+from tracker.enums import JobReason, JobState
+from tracker.models import Candidate, Case, Commit, HardwareKind, Job, NightlyRun, Repository, Run
 from tracker.queue.jobs import enqueue_job
 from tracker.vcs.branch_head import (
     BranchResolver,

@@ -12,8 +12,9 @@ import datetime as dt
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tracker.enums import JobState, OutboxKind
 from tracker.github import outbox
-from tracker.models import JobState, NightlyRun, OutboxKind
+from tracker.models import NightlyRun
 from tracker.scheduling.summary import NightlyRunView, nightly_run_view
 from tracker.settings import TrackingIssue
 

@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session, selectinload
 
 from tracker.diagnosis.facts import Finding
 from tracker.diagnosis.loading import alert_diagnoses
-from tracker.models import Alert, Candidate, Case, Commit, Job, JobReason, JobState, NightlyRun
+from tracker.enums import JobReason, JobState
+from tracker.models import Alert, Candidate, Case, Commit, Job, NightlyRun
 
 
 @dataclass(frozen=True)

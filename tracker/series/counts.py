@@ -8,7 +8,8 @@ from sqlalchemy import case, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from tracker import db
-from tracker.models import Run, RunStatus, SeriesCount
+from tracker.enums import RunStatus
+from tracker.models import Run, SeriesCount
 
 
 def count_run(*, session: Session, case_id: int, hardware_kind_id: int, failed: bool) -> None:

@@ -27,7 +27,8 @@ from sqlalchemy import Select, bindparam, delete, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from tracker import db
-from tracker.models import Case, Commit, Run, RunStatus, SeriesLatest
+from tracker.enums import RunStatus
+from tracker.models import Case, Commit, Run, SeriesLatest
 from tracker.series.points import (
     EMPTY,
     NightlyRun,

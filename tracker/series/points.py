@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 from sqlalchemy import ColumnElement, ColumnExpressionArgument, Select, and_, bindparam, func, select, tuple_
 from sqlalchemy.orm import Session
 
-from tracker.models import Candidate, Commit, Job, JobReason, Run, RunStatus
+from tracker.enums import JobReason, RunStatus
+from tracker.models import Candidate, Commit, Job, Run
 
 LATEST_POINTS = 20  # points kept a series: the overview's sparkline, and the five runs of its baseline
 SeriesKey = tuple[int, int]  # (case id, hardware kind id)

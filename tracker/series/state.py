@@ -13,21 +13,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.enums import ESTABLISHED_CONFIRMATIONS
-from tracker.models import (
-    Alert,
-    AlertStatus,
-    Calibration,
-    Candidate,
-    Case,
-    Commit,
-    HardwareKind,
-    Job,
-    Metric,
-    Run,
-    RunSource,
-    RunStatus,
-)
+from tracker.enums import ESTABLISHED_CONFIRMATIONS, AlertStatus, Metric, RunSource, RunStatus
+from tracker.models import Alert, Calibration, Candidate, Case, Commit, HardwareKind, Job, Run
 from tracker.statistics.changepoints import Detection, DetectorConfig, detect_changes, noise_threshold_pct
 
 LOOKBACK_COMMITS = 200

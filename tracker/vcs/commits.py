@@ -12,8 +12,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tracker.enums import PatchKind
 from tracker.errors import InvalidInput
-from tracker.models import Candidate, CandidatePatch, Commit, PatchKind, Repository, utcnow
+from tracker.models import Candidate, CandidatePatch, Commit, Repository, utcnow
 from wire import CommitIn
 
 logger = logging.getLogger(__name__)

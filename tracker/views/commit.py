@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from sqlalchemy import literal, or_, select
 from sqlalchemy.orm import Session, selectinload
 
+from tracker.enums import JobReason
 from tracker.errors import InvalidInput
-from tracker.models import Alert, Commit, Job, JobReason, Run
+from tracker.models import Alert, Commit, Job, Run
 
 SHA_PREFIX = re.compile(r"^[0-9a-f]{4,40}$")
 MAX_MATCHES = 20

@@ -14,18 +14,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.sql.base import ExecutableOption
 
-from tracker.enums import PENDING_JOB_STATES
-from tracker.models import (
-    AttemptOutcome,
-    Case,
-    HardwareKind,
-    Job,
-    JobAttempt,
-    JobState,
-    Run,
-    Runner,
-    utcnow,
-)
+from tracker.enums import PENDING_JOB_STATES, AttemptOutcome, JobState
+from tracker.models import Case, HardwareKind, Job, JobAttempt, Run, Runner, utcnow
 from tracker.queue.runners import RunnerStatus, list_runners
 
 # How many recent jobs to scan for a runner's failed attempts, and how many to show per runner.

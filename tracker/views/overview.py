@@ -15,16 +15,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from tracker.models import (
-    Alert,
-    AlertStatus,
-    Case,
-    CaseHardware,
-    Commit,
-    Direction,
-    HardwareKind,
-    SeriesCount,
-)
+from tracker.enums import AlertStatus, Direction
+from tracker.models import Alert, Case, CaseHardware, Commit, HardwareKind, SeriesCount
 from tracker.series.latest import CommitRef, LatestReads, SeriesSummary, read_current_latest
 from tracker.series.points import LATEST_POINTS, SeriesKey
 from tracker.statistics.steps import change_pct

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, undefer
 
+from tracker.enums import Arm
 from tracker.errors import NotFound
-from tracker.models import Arm, ComparisonResult, EvidenceJob, RunFile
+from tracker.models import ComparisonResult, EvidenceJob, RunFile
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from tracker.enums import Arm
 from tracker.errors import NotFound
-from tracker.models import Arm, Candidate, Case, Commit, HardwareKind, Job, Run, RunOutput
+from tracker.models import Candidate, Case, Commit, HardwareKind, Job, Run, RunOutput
 from tracker.outputs.checks import OutputCheck, check_outputs, tolerance_of
 
 

@@ -11,8 +11,9 @@ from sqlalchemy import ColumnElement, ColumnExpressionArgument, func, select
 from sqlalchemy.orm import Session
 
 from tracker.catalog.cases import get_hardware_kind
+from tracker.enums import Metric, RunStatus
 from tracker.errors import InvalidInput, NotFound
-from tracker.models import Candidate, Case, Commit, HardwareKind, Job, Metric, Run, RunStatus
+from tracker.models import Candidate, Case, Commit, HardwareKind, Job, Run
 from tracker.statistics.steps import change_pct
 
 METRIC_COLUMNS: dict[Metric, ColumnElement[float] | ColumnElement[int]] = {

@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session, selectinload
 from tracker.catalog.cases import get_hardware_kind
 from tracker.detection.output_alerts import alert_kind, output_alert_view
 from tracker.detection.triage import alert_state
-from tracker.models import Alert, Candidate, Case, Commit, Job, Metric, Run, RunStatus
+from tracker.enums import Metric, RunStatus
+from tracker.models import Alert, Candidate, Case, Commit, Job, Run
 from tracker.series.state import ThresholdInfo, series_threshold
 from tracker.views.series import Series, series
 

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
+from tracker.enums import RunSource
 from tracker.errors import PerftrackError
 from tracker.ingest.batch import BatchItem, BatchOutcome, ingest_results, lock_jobs, refused
 from tracker.ingest.results import IngestLimits
-from tracker.models import Runner, RunSource, utcnow
+from tracker.models import Runner, utcnow
 from tracker.workflows.reactions import after_batch_import
 from tracker.workflows.results import store_job_result
 from wire import JobResultItemIn, ResultIn

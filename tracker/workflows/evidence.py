@@ -14,21 +14,17 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from tracker.enums import Arm, ComparisonKind, JobReason, Metric, Verdict
 from tracker.models import (
     Alert,
-    Arm,
     Candidate,
     Case,
     Commit,
     Comparison,
-    ComparisonKind,
     ComparisonResult,
     EvidenceJob,
     HardwareKind,
     Job,
-    JobReason,
-    Metric,
-    Verdict,
 )
 from tracker.queue.jobs import enqueue_job
 from tracker.vcs.commits import ensure_candidate

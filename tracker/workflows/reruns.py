@@ -11,8 +11,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.detection import bisection
-from tracker.enums import BisectionOutcome
-from tracker.models import Alert, BisectionStep, Job, JobReason, Run
+from tracker.enums import BisectionOutcome, JobReason
+from tracker.models import Alert, BisectionStep, Job, Run
 from tracker.queue.jobs import enqueue_job
 
 

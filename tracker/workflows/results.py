@@ -11,8 +11,9 @@ import datetime as dt
 
 from sqlalchemy.orm import Session
 
+from tracker.enums import RunSource
 from tracker.ingest.results import IngestLimits, IngestOutcome, ingest_job_result, ingest_result
-from tracker.models import Runner, RunSource, utcnow
+from tracker.models import Runner, utcnow
 from tracker.workflows.reactions import after_import, after_job_run
 from wire import JobResultIn, ResultIn
 

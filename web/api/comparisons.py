@@ -17,9 +17,8 @@ from tracker.comparisons.output_checks import output_runs
 from tracker.comparisons.progress import cancel_comparison
 from tracker.comparisons.summary import comparison_view, list_comparisons
 from tracker.diagnosis.loading import comparison_diagnoses
-from tracker.enums import enum_values
+from tracker.enums import ComparisonState, enum_values
 from tracker.errors import InvalidInput
-from tracker.models import ComparisonState
 from web.deps import AdminTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.schemas import CalibrationIn, CalibrationOut, ComparisonDetailOut, ComparisonIn, ComparisonOut
 from web.schemas.errors import ADMIN, BODY, errors

@@ -8,11 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 
 from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.enums import enum_values
+from tracker.enums import JobReason, JobState, enum_values
 from tracker.errors import InvalidInput
 from tracker.ingest.batch import validate_each
 from tracker.ingest.results import IngestLimits
-from tracker.models import JobReason, JobState
 from tracker.queue.jobs import enqueue_job, get_job, heartbeat, list_jobs, release_job
 from tracker.queue.runners import acting_runner
 from tracker.vcs.commits import ensure_candidate, upsert_commit

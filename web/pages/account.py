@@ -19,8 +19,8 @@ from tracker.access.throttle import (
     wait_for,
 )
 from tracker.access.tokens import authenticate
+from tracker.enums import TokenRole
 from tracker.errors import AuthError, Forbidden
-from tracker.models import TokenRole
 from web.auth import Account, safe_next
 from web.deps import CsrfDep, NowDep, SettingsDep, WebSessionDep, WriteSessionDep
 from web.pages.templating import templates

@@ -13,8 +13,9 @@ from tracker.detection.confirmation import confirmation_of
 from tracker.detection.output_alerts import output_alert_view
 from tracker.detection.triage import TRANSITIONS, alert_state, get_alert, list_alerts, triage_alert
 from tracker.diagnosis.loading import alert_diagnosis
+from tracker.enums import AlertStatus, Metric
 from tracker.errors import Conflict, InvalidInput, NotFound
-from tracker.models import Alert, AlertStatus, Metric, utcnow
+from tracker.models import Alert, utcnow
 from tracker.views.series import series
 from web.deps import DashboardAdminDep, SessionDep, WebSessionDep, WriteSessionDep
 from web.errors import redact

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from tracker.catalog.cases import get_hardware_kind
-from tracker.enums import FINISHED_JOB_STATES
+from tracker.enums import FINISHED_JOB_STATES, JobState
 from tracker.errors import InvalidInput
-from tracker.models import HardwareKind, JobState
+from tracker.models import HardwareKind
 from tracker.observability.metrics import queue_depth
 from tracker.queue.jobs import get_job
 from tracker.views.fleet import JobRow, hardware_names, job_rows, runner_rows

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from tracker.detection.triage import list_alerts
-from tracker.models import AlertStatus, Direction
+from tracker.enums import AlertStatus, Direction
 from tracker.views.overview import BASELINE_RUNS, SPARKLINE_RUNS, OverviewRow, overview
 from tracker.views.sparklines import Sparkline, sparkline
 from web.deps import SessionDep

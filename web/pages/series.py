@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 from tracker.catalog.cases import get_hardware_kind
 from tracker.detection.alerts import series_alerts
 from tracker.detection.triage import alert_state
-from tracker.models import Metric
+from tracker.enums import Metric
 from tracker.views.series import METRIC_COLUMNS, METRIC_UNITS, parse_metric
 from tracker.views.series_chart import patched_runs, series_chart
 from web.deps import SessionDep, SettingsDep

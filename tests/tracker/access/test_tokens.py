@@ -14,8 +14,9 @@ from tracker.access.tokens import (
     looks_like_token,
     revoke_token,
 )
+from tracker.enums import TokenRole
 from tracker.errors import AuthError, Conflict, Forbidden, InvalidInput
-from tracker.models import ApiToken, TokenRole
+from tracker.models import ApiToken
 
 
 def test_only_the_hash_is_stored(session: Session) -> None:

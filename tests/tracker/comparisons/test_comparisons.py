@@ -23,20 +23,10 @@ from tracker.comparisons.creation import (
 )
 from tracker.comparisons.progress import cancel_comparison
 from tracker.comparisons.summary import comparison_view, list_comparisons
+from tracker.enums import Arm, ComparisonState, JobReason, JobState, Verdict
 from tracker.errors import Conflict, InvalidInput
 from tracker.ingest.results import IngestLimits
-from tracker.models import (
-    Arm,
-    Calibration,
-    Candidate,
-    Comparison,
-    ComparisonState,
-    Job,
-    JobReason,
-    JobState,
-    Runner,
-    Verdict,
-)
+from tracker.models import Calibration, Candidate, Comparison, Job, Runner
 from tracker.queue.runners import register_runner
 from tracker.series.state import latest_calibration
 from tracker.workflows import jobs as workflow_jobs

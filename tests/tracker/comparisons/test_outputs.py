@@ -17,8 +17,8 @@ from tracker.comparisons.creation import create_calibration
 from tracker.comparisons.labels import ResultOutcome, comparison_label, result_label
 from tracker.comparisons.output_checks import output_runs, recheck_outputs
 from tracker.comparisons.summary import comparison_view
-from tracker.enums import OutputStatus
-from tracker.models import Arm, Comparison, ComparisonState, Job, Verdict
+from tracker.enums import Arm, ComparisonState, OutputStatus, Verdict
+from tracker.models import Comparison, Job
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.results import store_job_result
 

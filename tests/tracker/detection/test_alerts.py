@@ -14,8 +14,9 @@ from tests.factories import regression_payloads, result_body
 from tests.tracker.bench import LIMITS, Bench
 from tracker.catalog.cases import get_current_case
 from tracker.detection.triage import alert_state, list_alerts, triage_alert
+from tracker.enums import AlertStatus, JobReason, JobState
 from tracker.errors import Conflict, InvalidInput
-from tracker.models import Alert, AlertStatus, Calibration, Commit, Job, JobReason, JobState, Run
+from tracker.models import Alert, Calibration, Commit, Job, Run
 from tracker.workflows.results import store_result
 from tracker.workflows.sweep import sweep
 from wire import CommitIn, ResultIn

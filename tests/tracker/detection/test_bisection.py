@@ -12,7 +12,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.tracker.bench import Bench
-from tracker.models import Alert, Commit, Job, JobReason
+from tracker.enums import JobReason
+from tracker.models import Alert, Commit, Job
 from tracker.vcs.history import GitHistory
 from wire import CommitIn
 

@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session
 from tests.tracker.bench import Bench
 from tests.tracker.detection.test_alerts import BASE_MS, commit_in, series_alerts, sha
 from tracker.detection.odd_runs import odd_side
+from tracker.enums import AlertStatus, JobReason
 from tracker.ingest.files import EVIDENCE_EXCLUSION
-from tracker.models import AlertStatus, Commit, Job, JobReason, Run
+from tracker.models import Commit, Job, Run
 from tracker.queue.jobs import PRIORITY
 
 

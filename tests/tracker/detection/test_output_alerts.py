@@ -22,7 +22,8 @@ from tests.tracker.output_bench import (
 from tracker.diagnosis.facts import Finding, FindingKind, OutputFact
 from tracker.diagnosis.loading import alert_diagnoses
 from tracker.diagnosis.output_rule import output_finding, with_output
-from tracker.models import Alert, Commit, Direction, Job, JobReason, Metric, Run
+from tracker.enums import Direction, JobReason, Metric
+from tracker.models import Alert, Commit, Job, Run
 from tracker.outputs.storing import insert_outputs
 from tracker.queue.jobs import enqueue_job
 from tracker.vcs.commits import ensure_candidate

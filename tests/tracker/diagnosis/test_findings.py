@@ -23,7 +23,8 @@ from tests.tracker.diagnosis_runs import (
 from tracker.diagnosis.facts import Counters, Finding, FindingKind, RunFacts
 from tracker.diagnosis.findings import diagnose
 from tracker.diagnosis.loading import alert_diagnoses, alert_diagnosis, run_facts
-from tracker.models import Alert, Direction, Run
+from tracker.enums import Direction
+from tracker.models import Alert, Run
 
 GOOD = Shape(compile=WHOLE_GRAPH)
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from tests.factories import job_result
+from tracker.enums import RunSource
 from tracker.ingest.provenance import dump_commit_warning
 from tracker.ingest.rows import run_rows
-from tracker.models import RunSource
 from wire import ResultIn
 
 HEAD = "669a9bd3c1e84f0d9a2b7e5f6c3d1a0b9e8f7a6c"

@@ -14,9 +14,10 @@ from tests.factories import job_result
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.creation import create_comparison
+from tracker.enums import ComparisonKind, JobReason, JobState, RunStatus
 from tracker.errors import Conflict
 from tracker.ingest.results import IngestLimits
-from tracker.models import Candidate, ComparisonKind, Job, JobReason, JobState, Run, Runner, RunStatus
+from tracker.models import Candidate, Job, Run, Runner
 from tracker.queue.jobs import PRIORITY, enqueue_job, heartbeat, release_job
 from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate, upsert_commit

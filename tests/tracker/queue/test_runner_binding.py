@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session
 from tracker import db
 from tracker.access.tokens import authenticate, create_token, revoke_token, rotate_token
 from tracker.catalog.cases import get_hardware_kind
+from tracker.enums import TokenRole
 from tracker.errors import AuthError, Conflict, Forbidden, NotFound
-from tracker.models import ApiToken, Runner, TokenRole
+from tracker.models import ApiToken, Runner
 from tracker.queue.runners import acting_runner, register_runner
 
 

@@ -12,7 +12,8 @@ from tests.tracker.queue.test_jobs import enqueue, runner
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites
 from tracker.catalog.suites import load_suites
-from tracker.models import Job, JobState, PendingEvaluation, utcnow
+from tracker.enums import JobState
+from tracker.models import Job, PendingEvaluation, utcnow
 from tracker.scheduling.housekeeping import Housekeeper
 from tracker.series.pending import mark_pending
 from tracker.workflows import jobs as workflow_jobs

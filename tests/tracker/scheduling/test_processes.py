@@ -28,7 +28,8 @@ from tests.conftest import ROOT, SUITES
 from tests.live import free_port
 from tests.tracker.scheduling.test_service import commit, git
 from tests.waiting import wait_until
-from tracker.models import Job, JobReason, NightlyRun, apscheduler_jobs
+from tracker.enums import JobReason
+from tracker.models import Job, NightlyRun, apscheduler_jobs
 from tracker.settings import Settings
 
 pytestmark = [pytest.mark.dialect, pytest.mark.slow]  # two real perftrack serve processes

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
 from tests.web.test_nightly_api import EARLIER, _resolver, _schedule
-from tracker.models import GithubOutbox, Job, JobState, NightlyRun
+from tracker.enums import JobState
+from tracker.models import GithubOutbox, Job, NightlyRun
 from tracker.scheduling.nightly import fire_nightly
 from tracker.scheduling.report import TrackingIssue, report_finished_nightlies
 from tracker.settings import Settings

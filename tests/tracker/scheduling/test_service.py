@@ -22,7 +22,8 @@ from tests.waiting import wait_until
 from tracker import db
 from tracker.catalog.cases import sync_suites
 from tracker.catalog.suites import ResolvedSchedule, load_suites
-from tracker.models import Job, JobReason, JobState, NightlyRun, Repository, apscheduler_jobs
+from tracker.enums import JobReason, JobState
+from tracker.models import Job, NightlyRun, Repository, apscheduler_jobs
 from tracker.scheduling.leader import LOCK_KEY, FileLeader, PostgresLeader
 from tracker.scheduling.nightly import fire_nightly
 from tracker.scheduling.service import SchedulerService, previous_fire_time

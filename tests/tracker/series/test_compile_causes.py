@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tracker.models import Commit, RunSource
+from tracker.enums import RunSource
+from tracker.models import Commit
 from tracker.series.state import CompileCounters, SeriesCommit, SeriesRun, compile_changes
 
 NONE: CompileCounters = (None, None, None, None)

@@ -36,7 +36,8 @@ from tests.waiting import wait_until
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind, sync_suites
 from tracker.catalog.suites import load_suites
-from tracker.models import Candidate, Run, RunStatus, SeriesLatest
+from tracker.enums import RunStatus
+from tracker.models import Candidate, Run, SeriesLatest
 from tracker.series.latest import note_stored_runs, read_current_latest, rebuild_series_latest, refresh_series
 from tracker.series.points import LATEST_POINTS, NightlyRun, SeriesPoint, merge_points, newer_nightly
 from tracker.settings import Settings

@@ -18,6 +18,8 @@ from wire import CommitIn
 __all__ = ["scratch_engine"]
 SHA = "abcdef1234567890abcdef1234567890abcdef12"
 
+pytestmark = pytest.mark.dialect
+
 
 def lock_waits(engine: Engine) -> int:
     """How many sessions of this database wait for a lock (PostgreSQL)."""

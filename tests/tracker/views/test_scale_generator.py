@@ -27,8 +27,9 @@ from benchmarks.scale.shape import case_shapes, series_shape
 from tests.tracker.overview_history import reference_overview
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.enums import JobReason
 from tracker.ingest.results import IngestLimits
-from tracker.models import Job, JobAttempt, JobReason, Run, RunArtifacts, RunStage, SeriesLatest
+from tracker.models import Job, JobAttempt, Run, RunArtifacts, RunStage, SeriesLatest
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
 from tracker.series.latest import rebuild_series_latest

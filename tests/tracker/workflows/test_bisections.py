@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 from tests.factories import job_result
 from tests.tracker.bench import LIMITS, Bench
 from tests.tracker.detection.test_bisection import CULPRIT, repository  # noqa: F401 (the fixture)
-from tracker.models import Alert, Commit, Job, JobReason, Run
+from tracker.enums import JobReason
+from tracker.models import Alert, Commit, Job, Run
 from tracker.vcs.history import GitHistory
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.bisections import start_queued_in

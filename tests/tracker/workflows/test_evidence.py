@@ -15,8 +15,9 @@ from tests.tracker.detection.test_bisection import CULPRIT, repository  # noqa: 
 from tests.tracker.evidence_runs import drain
 from tracker.diagnosis.facts import FindingKind
 from tracker.diagnosis.loading import alert_diagnosis
+from tracker.enums import Arm, JobReason
 from tracker.ingest.files import EVIDENCE_EXCLUSION
-from tracker.models import Alert, Arm, Commit, EvidenceJob, Job, JobReason, Run, RunFile
+from tracker.models import Alert, Commit, EvidenceJob, Job, Run, RunFile
 from tracker.series.state import load_series_runs
 from tracker.vcs.history import GitHistory
 from tracker.workflows.evidence import queue_culprit_evidence

@@ -25,7 +25,8 @@ from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.diagnosis.evidence_loading import MAX_READ_ATTEMPTS, pending_evidence, summarize_pending_evidence
 from tracker.diagnosis.facts import FindingKind
 from tracker.diagnosis.loading import alert_diagnosis
-from tracker.models import Alert, Arm, BisectionState, EvidenceJob, JobReason, utcnow
+from tracker.enums import Arm, BisectionState, JobReason
+from tracker.models import Alert, EvidenceJob, utcnow
 from tracker.queue.jobs import enqueue_job
 from tracker.scheduling.housekeeping import Chores, Housekeeper
 from tracker.scheduling.service import PERIODIC_STORE, SchedulerService

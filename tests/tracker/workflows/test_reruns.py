@@ -14,6 +14,7 @@ from tests.factories import job_result
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.creation import create_comparison, repository_of_cases, resolve_candidate
 from tracker.comparisons.summary import comparison_view
+from tracker.enums import Arm, ComparisonState, JobReason, JobState, RunStatus, Verdict
 from tracker.ingest.conditions import (
     CpuConditions,
     GpuSnapshot,
@@ -23,18 +24,7 @@ from tracker.ingest.conditions import (
     conditions_from_environment,
 )
 from tracker.ingest.results import IngestLimits
-from tracker.models import (
-    Arm,
-    Comparison,
-    ComparisonState,
-    Job,
-    JobReason,
-    JobState,
-    Run,
-    Runner,
-    RunStatus,
-    Verdict,
-)
+from tracker.models import Comparison, Job, Run, Runner
 from tracker.models.runs import MeasurementFlag
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner

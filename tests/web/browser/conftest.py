@@ -18,7 +18,7 @@ from tests.live import live_server
 from tests.web.dashboard_data import fill
 from tracker import db
 from tracker.access.tokens import create_token
-from tracker.models import TokenRole
+from tracker.enums import TokenRole
 from tracker.settings import Settings
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -21,7 +21,8 @@ from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.creation import create_comparison
 from tracker.detection.triage import triage_alert
-from tracker.models import Alert, Comparison, JobReason, Run, utcnow
+from tracker.enums import JobReason
+from tracker.models import Alert, Comparison, Run, utcnow
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
 from tracker.settings import Settings
