@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import layers
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tracker", "web", "wire", "runners", "perftrack")
 # The toy repository's sources are data written into a git history, never imported from here.
@@ -162,9 +164,18 @@ def test_modules_and_functions_stay_small(package: str) -> None:
 
 
 def test_each_tracker_package_says_what_it_owns_and_may_import() -> None:
-    undocumented = []
-    for init in sorted((ROOT / "tracker").glob("*/__init__.py")):
-        docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
-        if not docstring.strip() or "May import:" not in docstring:
-            undocumented.append(str(init.relative_to(ROOT)))
-    assert undocumented == []
+    """Each package's docstring says what it owns, and its "May import:" paragraph is the one the
+    import-linter contracts give (``python -m tests.layers --write`` rewrites them all)."""
+    wrong = {}
+    for package in layers.packages():
+        init = ROOT / "tracker" / package / "__init__.py"
+        if layers.stated(init) != layers.sentence(package):
+            wrong[package] = layers.sentence(package)
+    assert wrong == {}
+
+
+def test_each_tracker_package_has_a_test_folder() -> None:
+    missing = [
+        package for package in layers.packages() if not (ROOT / "tests" / "tracker" / package).is_dir()
+    ]
+    assert missing == []

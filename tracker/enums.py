@@ -1,6 +1,9 @@
-"""The domain's states and kinds as StrEnums: plain Python, so statistics and the wire use them too.
+"""The domain's states and kinds as StrEnums, defined here once and imported from here.
 
-The models store them as short strings (VARCHAR + CHECK, :func:`tracker.models.base.str_enum`).
+Plain Python, so the pure packages (``statistics``, the diagnosis rules) use them without the models.
+The models store them as short strings (VARCHAR + CHECK, :func:`tracker.models.base.str_enum`). The
+wire format may not import the tracker: where it carries one of these values it spells the values as a
+``Literal`` of its own (e.g. a result's ``status``), and ingest maps it onto the enum.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
 """What is measured: suite files, the cases and hardware kinds they declare, path globs.
 
-May import: observability, access, statistics, models, db and the leaves.
+May import: observability, access, statistics, models, db, settings, errors and enums.
 """

@@ -1,4 +1,5 @@
 """A/B comparisons of candidates in interleaved rounds, A/A calibration, output checks and their summaries.
 
-May import: queue, series, outputs, vcs, catalog and everything below them.
+May import: queue, series, outputs, vcs, catalog, observability, access, statistics, models, db,
+settings, errors and enums.
 """

@@ -1,4 +1,5 @@
 """Change detection on series: alerts, their log, paired confirmation, bisection, triage.
 
-May import: comparisons, ingest and everything below them.
+May import: comparisons, ingest, queue, series, outputs, vcs, catalog, observability, access, statistics,
+models, db, settings, errors and enums.
 """

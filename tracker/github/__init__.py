@@ -1,6 +1,7 @@
 """The PR comment bot: ``/perf`` commands in pull-request comments become comparisons.
 
-May import: detection, diagnosis and everything below them (never views).
+May import: detection, diagnosis, comparisons, ingest, queue, series, outputs, vcs, catalog,
+observability, access, statistics, models, db, settings, errors and enums.
 
 Modules: :mod:`events` (the deliveries the bot reads, checked field by field), :mod:`webhook`
 (signature check), :mod:`inbox` (deliveries stored on arrival and carried out afterwards, with

@@ -1,4 +1,5 @@
 """Storing results: limits, redaction, measurement conditions, each run written once.
 
-May import: queue, series, vcs, catalog and everything below them.
+May import: queue, series, outputs, vcs, catalog, observability, access, statistics, models, db,
+settings, errors and enums.
 """

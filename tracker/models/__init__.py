@@ -1,6 +1,6 @@
 """SQLAlchemy models for the whole perftrack domain (see DESIGN.md, "Domain").
 
-May import: db and the leaves.
+May import: db, settings, errors and enums.
 """
 
 from tracker.models.access import ApiToken, DashboardSession, Runner, SignInThrottle

@@ -1,4 +1,4 @@
 """The service's own logging set-up and Prometheus metrics.
 
-May import: access, statistics, models, db and the leaves.
+May import: access, statistics, models, db, settings, errors and enums.
 """

@@ -1,6 +1,7 @@
 """Nightly schedules and periodic tasks: one leader among processes runs an APScheduler scheduler.
 
-May import: every package of the tracker (never bootstrap).
+May import: workflows, github, views, detection, diagnosis, comparisons, ingest, queue, series, outputs,
+vcs, catalog, observability, access, statistics, models, db, settings, errors and enums.
 
 ``nightly``: what one firing does (pure domain function over a session). ``periodic``: lease
 expiry, detection sweep, GitHub outbox, calibrations. ``leader``: PostgreSQL advisory lock or a

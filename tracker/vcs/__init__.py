@@ -1,4 +1,4 @@
 """Commits, candidates (a base plus stacked patches), branch heads and git history.
 
-May import: observability, access, statistics, models, db and the leaves.
+May import: observability, access, statistics, models, db, settings, errors and enums.
 """
