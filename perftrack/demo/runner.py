@@ -22,13 +22,10 @@ from tracker.models import Job
 
 HARDWARE = "cpu"
 RUNNER_NAME = "demo-cpu-runner"
-# The toy times its steps in its thread's CPU time, which other processes still slow where they
-# share caches, memory bandwidth or a core: on one 2-core host, a run that began while the tracker
-# (in this process) worked through the previous upload's follow-ups (a bisection started, an
-# output check, an evidence trace read) measured 0.86 ms/step where its commit measures
-# 0.64-0.69. The tracker flags such a run (contention, tracker/ingest/conditions.py) and its job
-# runs again; so that it need not, each benchmark first waits, up to 10 s, for a quiet moment
-# (a quarter-second look when the machine is quiet already).
+# How long each benchmark may wait for a quiet machine before it starts. The tracker runs in this
+# process, and its follow-ups to the previous upload (a bisection started, an output check, an
+# evidence trace read) slow a toy run that starts beside them enough to be flagged for contention
+# and run again (docs/toy-noise.md, "neighbours"); a quarter-second look when it is quiet already.
 QUIET_WAIT_S = 10.0
 
 

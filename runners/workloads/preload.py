@@ -35,8 +35,8 @@ from runners.workloads.process import SUBPROCESS_LAUNCH, ChildProcess, LogCaptur
 logger = logging.getLogger("perftrack.runner")
 
 FORKED_MODE = "forked from preloaded interpreter"
-# torch._inductor.compile_fx is what the first torch.compile() call imports: 0.9 s of a toy run
-# when the child has to import it itself (measured 2026-12-01, docs/runner-preload.md).
+# What the demo's runner preloads. torch._inductor.compile_fx is what the first torch.compile() call
+# imports; left out, each toy run imports it itself (the cost: docs/runner-preload.md).
 DEMO_PRELOAD = ("torch", "torch._dynamo", "torch._inductor.codecache", "torch._inductor.compile_fx")
 
 

@@ -24,13 +24,11 @@ from tracker.enums import RunStatus
 from tracker.models.runs import MeasurementFlag
 
 # Contention, for runs without GPUs (the CPU toy): other processes must take at least half a core
-# AND a quarter of the machine. A process burning one core beside a single-threaded benchmark on a
-# 2-core machine takes ~0.9–1.0 cores (45–50 %); the demo's own background (the tracker, the
-# runner's heartbeats, log pumping and this sampler, in one Python process) measured 0.02–0.06
-# cores (1–3 % of 2) over toy runs, so both limits sit ~10x away from what they must tell apart.
-# The share keeps a 128-core GPU host from flagging a single busy shell; the floor keeps a 1-core
-# machine from flagging the runner's own few percent. GPU runs are judged by their GPUs instead:
-# another runner's benchmark on the same host's other GPUs would read as contention here.
+# AND a quarter of the machine, limits far from both a neighbour burning a core and the runner's own
+# background (the figures: docs/toy-noise.md, "neighbours"). The share keeps a 128-core GPU host
+# from flagging a single busy shell; the floor keeps a 1-core machine from flagging the runner's own
+# few percent. GPU runs are judged by their GPUs instead: another runner's benchmark on the same
+# host's other GPUs would read as contention here.
 CONTENTION_MIN_CORES = 0.5
 CONTENTION_SHARE_PCT = 25.0
 # CPU steal takes time straight from the benchmark's threads. Detection thresholds are 2–5 % and a
