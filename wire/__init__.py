@@ -13,6 +13,8 @@ use it without importing ``tracker`` or ``web``.
 - :mod:`wire.leases`: register, claim (the job spec), heartbeat, release.
 - :mod:`wire.outputs`: a run's seeded output (digest, shape, lossless PNG references).
 - :mod:`wire.batches`: many imports or job attempts' results in one request, and the per-item answer.
+- :mod:`wire.torch_logs`: torch.compile's records in the log a runner uploads
+  (``TORCH_LOGS=graph_breaks,recompiles``): the runner counts them, the tracker names the graph breaks.
 """
 
 from wire.base import InModel, RecordIn, describe_errors, validation_message
@@ -63,6 +65,7 @@ from wire.results import (
     ResultIn,
     StageIn,
 )
+from wire.torch_logs import CompileEvent, CompileEventKind, GraphBreak, compile_event, parse_graph_breaks
 
 __all__ = [
     "DIGEST_VERSION",
@@ -91,7 +94,10 @@ __all__ = [
     "ClaimedRepository",
     "CommitIn",
     "CompileCounters",
+    "CompileEvent",
+    "CompileEventKind",
     "Count",
+    "GraphBreak",
     "InModel",
     "JobResultBatchIn",
     "JobResultIn",
@@ -114,9 +120,11 @@ __all__ = [
     "Sha",
     "Since",
     "StageIn",
+    "compile_event",
     "describe_errors",
     "digest_version",
     "json_too_deep",
+    "parse_graph_breaks",
     "reject_deep_json",
     "validation_message",
 ]

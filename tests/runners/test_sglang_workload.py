@@ -609,6 +609,15 @@ def test_compile_counter_reads_torch_log_lines() -> None:
     assert plain.graph_breaks == 2
 
 
+def test_compile_counter_reads_lines_ending_in_crlf() -> None:
+    # A child writing "\r\n" (a pseudo-terminal does): split on "\n", every line keeps its "\r".
+    counter = CompileEventCounter()
+    for record in fake_sglang.compile_events(0, 100):
+        for line in record.split("\n"):
+            counter.feed(line + "\r")
+    assert (counter.graph_breaks, counter.recompiles, counter.recompile_limit_hits) == (3, 1, 1)
+
+
 def test_dump_counters_take_only_valid_values() -> None:
     dump = {
         "dynamo_counters": {"graph_breaks": 4, "recompiles": -1, "unique_graphs": True, "frames_compiled": 2}

@@ -331,9 +331,13 @@ def test_a_form_encoded_delivery_is_read_like_a_json_one(hook: Hook, session: Se
         ("issue_comment", lambda p: p["issue"].update(number="43650"), "issue.number"),
         ("issue_comment", lambda p: p["issue"].update(number=2**40), "issue.number"),
         ("issue_comment", lambda p: p.update(repository=None), "repository"),
-        ("issue_comment", lambda p: p["comment"].update(body=["/perf"]), "expected text"),
+        ("issue_comment", lambda p: p["comment"].update(body=["/perf"]), "comment.body"),
+        ("issue_comment", lambda p: p["comment"].update(id=True), "comment.id"),
+        ("issue_comment", lambda p: p["installation"].update(id="7001"), "installation.id"),
         ("pull_request", lambda p: p["pull_request"]["head"].update(sha=None), "pull_request.head.sha"),
+        ("pull_request", lambda p: p["pull_request"]["head"].update(sha="main"), "pull_request.head.sha"),
         ("pull_request", lambda p: p.update(pull_request="x"), "pull_request"),
+        ("pull_request", lambda p: p["pull_request"]["labels"].append("perf"), "pull_request.labels[1]"),
     ],
 )
 def test_a_signed_delivery_missing_what_the_bot_needs_is_a_400_and_stores_nothing(

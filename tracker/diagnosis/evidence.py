@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracker.diagnosis.evidence_log import GraphBreak, distinct_breaks, new_breaks, parse_graph_breaks
+from tracker.diagnosis.evidence_log import distinct_breaks, new_breaks
 from tracker.diagnosis.evidence_trace import (
     OperatorGrowth,
     TraceError,
@@ -23,6 +23,7 @@ from tracker.diagnosis.evidence_trace import (
     total_ms,
 )
 from tracker.diagnosis.facts import Finding, FindingKind, format_pct
+from wire.torch_logs import GraphBreak, parse_graph_breaks
 
 GRAPH_BREAK_WEIGHT = 3.05  # after the compile counters' finding (3.1 and up), before the machine's
 OPERATOR_WEIGHT = 2.3  # after the machine's warning, before step 0 and the stages

@@ -1,20 +1,38 @@
 """The webhook deliveries the bot acts on, read from GitHub's payloads (pure: no database, no network).
 
-A payload is untrusted even when signed (a misconfigured proxy, a GitHub schema change, a test
-tool): every field is checked for presence and type, and a delivery the bot would act on but
-cannot read raises :class:`MalformedDelivery` naming the field. The events are stored with the
-delivery (``to_dict`` / ``from_dict``) and carried out later, so they hold only plain values.
+A delivery is its ``X-GitHub-Event`` header and its payload. Which deliveries the bot acts on is
+decided first, from the event, the action and the pull request's state (:func:`acted_on`: a comment
+posted on a pull request; a pull request's push, label or close); every other one is ignored
+whatever it holds. One the bot acts on is validated against pydantic models of the parts of
+GitHub's payload it reads (:class:`CommentPayload`, :class:`PullRequestPayload`), strictly, since a
+payload is untrusted even when signed (a misconfigured proxy, a GitHub schema change, a test tool):
+one that does not validate raises :class:`MalformedDelivery` naming each field
+(``issue.number: Input should be a valid integer``). The events are stored with the delivery
+(:meth:`CommentEvent.to_dict`, :func:`event_from_dict`) and carried out later, so they hold only
+plain values.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+)
 
 from tracker.errors import PerftrackError
+from wire import InModel
 
 MAX_PR_NUMBER = 2**31 - 1
+PULL_ACTIONS = ("synchronize", "labeled", "closed")
 _SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 
 
@@ -22,184 +40,333 @@ class MalformedDelivery(PerftrackError):
     """A signed delivery the bot would act on, without a field it needs (or of the wrong type)."""
 
 
-@dataclass(frozen=True)
-class CommentEvent:
-    """A new comment on a pull request (or a push or label treated as a command: ``comment_id`` None)."""
+# ---------------------------------------------------------------- what the bot stores and acts on
+
+
+class _StoredEvent(BaseModel):
+    """What every event names: the pull request, and the installation that sent it."""
+
+    model_config = ConfigDict(frozen=True)
 
     repository: str
     pr_number: int
     pr_url: str
+    installation_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as stored with its delivery."""
+        return self.model_dump(mode="json")
+
+
+class CommentEvent(_StoredEvent):
+    """A new comment on a pull request."""
+
+    kind: Literal["comment"] = "comment"
     comment_id: int | None
     author: str
     author_is_bot: bool
     body: str
-    installation_id: int | None
     pr_open: bool = True
     via_app_id: int | None = None  # the GitHub App that posted it on someone's behalf, if any
 
-    def to_dict(self) -> dict[str, Any]:
-        """The event as stored with its delivery."""
-        return {"kind": "comment", **asdict(self)}
 
+class PullRequestEvent(_StoredEvent):
+    """A pull request that moved: ``synchronize`` (a push), ``labeled``, ``closed``."""
 
-@dataclass(frozen=True)
-class PullRequestEvent:
-    """A pull request that moved: ``synchronize`` (a push), ``labeled``, ``closed``, ``reopened``."""
-
+    kind: Literal["pull_request"] = "pull_request"
     action: str
-    repository: str
-    pr_number: int
-    pr_url: str
     head_sha: str
     sender: str
     labels: tuple[str, ...]
     label: str | None  # the label just added, for ``labeled``
-    installation_id: int | None
     from_fork: bool = False  # the head lives in another repository (or one that was deleted)
     before_sha: str | None = None  # for ``synchronize``: the head before the push
 
-    def to_dict(self) -> dict[str, Any]:
-        """The event as stored with its delivery."""
-        return {"kind": "pull_request", **asdict(self)}
 
-
-Event = CommentEvent | PullRequestEvent
-PULL_ACTIONS = ("synchronize", "labeled", "closed")
+Event = Annotated[CommentEvent | PullRequestEvent, Field(discriminator="kind")]
+_STORED: TypeAdapter[CommentEvent | PullRequestEvent] = TypeAdapter(Event)
 
 
 def event_from_dict(stored: dict[str, Any]) -> Event:
     """An event as :meth:`CommentEvent.to_dict` / :meth:`PullRequestEvent.to_dict` stored it."""
-    kind = stored.get("kind")
-    cls: type[CommentEvent] | type[PullRequestEvent] = CommentEvent if kind == "comment" else PullRequestEvent
-    if kind not in ("comment", "pull_request"):
-        raise MalformedDelivery(f"stored event of unknown kind {kind!r}")
-    values = {field.name: stored[field.name] for field in fields(cls) if field.name in stored}
-    if cls is PullRequestEvent:
-        values["labels"] = tuple(values.get("labels") or ())
-    return cls(**values)
+    try:
+        return _STORED.validate_python(stored)
+    except ValidationError as error:
+        raise MalformedDelivery(f"stored event: {_describe(error, skip=1)}") from None
 
 
-def read_event(event_name: str, payload: dict[str, Any]) -> Event | None:
-    """The event a delivery is for the bot, ``None`` when the bot does not act on it.
-
-    ``issue_comment`` ``created`` on a pull request; ``pull_request`` ``synchronize``, ``labeled``
-    and ``closed``. An edited or deleted comment is not read: a command runs once, when posted.
-    """
-    if event_name == "issue_comment":
-        return _comment(payload)
-    if event_name == "pull_request":
-        return _pull_request(payload)
-    return None
+# ---------------------------------------------------------------- GitHub's payloads
 
 
-def _comment(payload: dict[str, Any]) -> CommentEvent | None:
-    issue = payload.get("issue")
-    if payload.get("action") != "created" or not isinstance(issue, dict) or not issue.get("pull_request"):
-        return None
-    comment = _object(payload, "comment")
-    user = _object(comment, "user", "comment.")
-    app = comment.get("performed_via_github_app")
-    pull = issue.get("pull_request")
-    fallback_url = pull.get("html_url") if isinstance(pull, dict) else None
-    return CommentEvent(
-        repository=_repository(payload),
-        pr_number=_number(issue, "number", "issue."),
-        pr_url=_text(issue.get("html_url") or fallback_url or ""),
-        comment_id=_number(comment, "id", "comment."),
-        author=_login(user, "comment.user.login"),
-        author_is_bot=user.get("type") == "Bot",
-        body=_text(comment.get("body") or ""),
-        installation_id=_installation(payload),
-        pr_open=issue.get("state", "open") == "open",
-        via_app_id=_number(app, "id", "comment.performed_via_github_app.") if isinstance(app, dict) else None,
-    )
+def _owner_name(value: str) -> str:
+    if value.count("/") != 1:
+        raise ValueError("must be owner/name")
+    return value
 
 
-def _pull_request(payload: dict[str, Any]) -> PullRequestEvent | None:
-    action = payload.get("action")
-    if action not in PULL_ACTIONS:
-        return None
-    pull = _object(payload, "pull_request")
-    if action != "closed" and pull.get("state", "open") != "open":
-        return None
-    head = _object(pull, "head", "pull_request.")
-    base = _object(pull, "base", "pull_request.")
-    head_repo, base_repo = head.get("repo"), base.get("repo")
-    head_name = head_repo.get("full_name") if isinstance(head_repo, dict) else None
-    base_name = base_repo.get("full_name") if isinstance(base_repo, dict) else None
-    repository = _repository(payload)
-    sha = head.get("sha")
-    if not isinstance(sha, str) or not sha or len(sha) > 64:
-        raise MalformedDelivery("pull_request.head.sha is missing or not a commit sha")
-    sender = payload.get("sender")
-    label = payload.get("label")
-    labels = pull.get("labels")
-    return PullRequestEvent(
-        action=str(action),
-        repository=repository,
-        pr_number=_number(pull, "number", "pull_request."),
-        pr_url=_text(pull.get("html_url") or ""),
-        head_sha=sha.lower(),
-        sender=_login(sender, "sender.login") if isinstance(sender, dict) else "",
-        labels=tuple(
-            str(entry["name"])
-            for entry in (labels if isinstance(labels, list) else [])
-            if isinstance(entry, dict) and isinstance(entry.get("name"), str)
-        ),
-        label=str(label["name"]) if isinstance(label, dict) and isinstance(label.get("name"), str) else None,
-        installation_id=_installation(payload),
-        from_fork=not (isinstance(head_name, str) and isinstance(base_name, str))
-        or head_name.lower() != base_name.lower(),
-        before_sha=_sha_or_none(payload.get("before")) if action == "synchronize" else None,
-    )
+def _commit_sha(value: str) -> str:
+    if not _SHA.fullmatch(value):
+        raise ValueError("must be a commit sha: 40 or 64 hexadecimal digits")
+    return value.lower()
 
 
-def _sha_or_none(value: Any) -> str | None:
-    """A commit sha as GitHub writes it (40 or 64 hex digits), else ``None``."""
-    if isinstance(value, str) and _SHA.fullmatch(value) and value.strip("0"):
+PositiveId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+PullNumber = Annotated[int, Field(ge=1, le=MAX_PR_NUMBER)]
+Login = Annotated[str, Field(min_length=1, max_length=100)]
+RepositoryName = Annotated[str, Field(max_length=200), AfterValidator(_owner_name)]
+CommitSha = Annotated[str, AfterValidator(_commit_sha)]
+
+
+class _GithubObject(BaseModel):
+    """A part of a payload: strict (``"43650"`` is no number, ``1`` no text), other fields ignored."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+
+
+class User(_GithubObject):
+    """A comment's author, a pull request's sender."""
+
+    login: Login
+    type: str | None = None  # "Bot" for bots
+
+
+class Repository(_GithubObject):
+    """The repository a delivery is about."""
+
+    full_name: RepositoryName
+
+
+class Installation(_GithubObject):
+    """The GitHub App installation that sent the delivery (none in token mode)."""
+
+    id: PositiveId | None = None
+
+
+class App(_GithubObject):
+    """The GitHub App that posted a comment on someone's behalf."""
+
+    id: PositiveId
+
+
+class PullLink(_GithubObject):
+    """What makes an issue a pull request."""
+
+    html_url: str | None = None
+
+
+class Issue(_GithubObject):
+    """The pull request a comment is on, as an issue."""
+
+    number: PullNumber
+    html_url: str | None = None
+    state: str = "open"
+    pull_request: PullLink
+
+
+class Comment(_GithubObject):
+    """A comment as posted."""
+
+    id: PositiveId
+    user: User
+    body: str | None = None
+    performed_via_github_app: App | None = None
+
+
+class Label(_GithubObject):
+    """A pull request's label."""
+
+    name: str
+
+
+class BranchRepository(_GithubObject):
+    """The repository a pull request's branch lives in."""
+
+    full_name: str
+
+
+class Base(_GithubObject):
+    """The branch a pull request merges into."""
+
+    repo: BranchRepository | None = None
+
+
+class Head(Base):
+    """The branch a pull request merges (``repo`` is null once a fork is deleted)."""
+
+    sha: CommitSha
+
+
+class PullRequest(_GithubObject):
+    """A pull request, as a ``pull_request`` delivery describes it."""
+
+    number: PullNumber
+    html_url: str | None = None
+    head: Head
+    base: Base
+    labels: list[Label] = []
+
+    @property
+    def from_fork(self) -> bool:
+        """Whether the head lives in another repository than the base (or one that was deleted)."""
+        if self.head.repo is None or self.base.repo is None:
+            return True
+        return self.head.repo.full_name.lower() != self.base.repo.full_name.lower()
+
+
+class _Payload(InModel):
+    """A payload the bot acts on: too deep refused, U+0000 replaced (JSONB cannot store it)."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+
+    repository: Repository
+    installation: Installation | None = None
+
+    @property
+    def installation_id(self) -> int | None:
+        """The installation that sent it, if any."""
+        return self.installation.id if self.installation is not None else None
+
+
+class CommentPayload(_Payload):
+    """``issue_comment`` ``created`` on a pull request."""
+
+    action: Literal["created"]
+    issue: Issue
+    comment: Comment
+
+    def event(self) -> CommentEvent:
+        """The comment, as the bot stores it."""
+        issue, comment = self.issue, self.comment
+        app = comment.performed_via_github_app
+        return CommentEvent(
+            repository=self.repository.full_name,
+            pr_number=issue.number,
+            pr_url=issue.html_url or issue.pull_request.html_url or "",
+            comment_id=comment.id,
+            author=comment.user.login,
+            author_is_bot=comment.user.type == "Bot",
+            body=comment.body or "",
+            installation_id=self.installation_id,
+            pr_open=issue.state == "open",
+            via_app_id=app.id if app is not None else None,
+        )
+
+
+class PullRequestPayload(_Payload):
+    """``pull_request`` ``synchronize``, ``labeled`` or ``closed``."""
+
+    action: Literal["synchronize", "labeled", "closed"]
+    pull_request: PullRequest
+    sender: User | None = None
+    label: Label | None = None
+    before: str | None = None  # for ``synchronize``
+
+    def event(self) -> PullRequestEvent:
+        """The move, as the bot stores it."""
+        pull = self.pull_request
+        return PullRequestEvent(
+            action=self.action,
+            repository=self.repository.full_name,
+            pr_number=pull.number,
+            pr_url=pull.html_url or "",
+            head_sha=pull.head.sha,
+            sender=self.sender.login if self.sender is not None else "",
+            labels=tuple(label.name for label in pull.labels),
+            label=self.label.name if self.label is not None else None,
+            installation_id=self.installation_id,
+            from_fork=pull.from_fork,
+            before_sha=_sha_or_none(self.before) if self.action == "synchronize" else None,
+        )
+
+
+def _sha_or_none(value: str | None) -> str | None:
+    """A commit sha as GitHub writes it (40 or 64 hex digits, not all zeros), else ``None``."""
+    if value is not None and _SHA.fullmatch(value) and value.strip("0"):
         return value.lower()
     return None
 
 
-def _object(parent: dict[str, Any], key: str, where: str = "") -> dict[str, Any]:
-    value = parent.get(key)
-    if not isinstance(value, dict):
-        raise MalformedDelivery(f"{where}{key} is missing or not an object")
-    return value
+# ---------------------------------------------------------------- deliveries
 
 
-def _number(parent: dict[str, Any], key: str, where: str) -> int:
-    value = parent.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**63 - 1:
-        raise MalformedDelivery(f"{where}{key} is missing or not a positive whole number")
-    if key == "number" and value > MAX_PR_NUMBER:
-        raise MalformedDelivery(f"{where}{key} is out of range")
-    return value
+class CommentDelivery(BaseModel):
+    """A comment posted on a pull request: the bot looks for a ``/perf`` command in it."""
+
+    event_name: Literal["issue_comment"]
+    payload: CommentPayload
+
+    def event(self) -> CommentEvent:
+        """What the bot acts on."""
+        return self.payload.event()
 
 
-def _login(user: dict[str, Any], where: str) -> str:
-    login = user.get("login")
-    if not isinstance(login, str) or not login or len(login) > 100:
-        raise MalformedDelivery(f"{where} is missing or not a GitHub login")
-    return login
+class PullRequestDelivery(BaseModel):
+    """A pull request's push, label or close: the bot re-runs, starts or cancels its comparison."""
+
+    event_name: Literal["pull_request"]
+    payload: PullRequestPayload
+
+    def event(self) -> PullRequestEvent:
+        """What the bot acts on."""
+        return self.payload.event()
 
 
-def _repository(payload: dict[str, Any]) -> str:
-    repository = _object(payload, "repository")
-    name = repository.get("full_name")
-    if not isinstance(name, str) or name.count("/") != 1 or len(name) > 200:
-        raise MalformedDelivery("repository.full_name is missing or not owner/name")
-    return name
+class IgnoredDelivery(BaseModel):
+    """Any other delivery (``ping``, an edited comment, a closed pull request's push): not read."""
+
+    event_name: str
+    payload: Any
+
+    def event(self) -> None:
+        """Nothing to act on."""
 
 
-def _installation(payload: dict[str, Any]) -> int | None:
-    installation = payload.get("installation")
-    if not isinstance(installation, dict) or installation.get("id") is None:
-        return None
-    return _number(installation, "id", "installation.")
+def acted_on(delivery: Any) -> str:
+    """Which delivery ``{"event_name": ..., "payload": ...}`` is for the bot (its tag below).
+
+    A command runs once, when posted: an edited or deleted comment is not read. A push or label on
+    a closed pull request starts nothing; closing one cancels its comparison.
+    """
+    name, payload = delivery["event_name"], delivery["payload"]
+    action = payload.get("action")
+    if name == "issue_comment":
+        issue = payload.get("issue")
+        if action == "created" and isinstance(issue, dict) and issue.get("pull_request"):
+            return "comment"
+    elif name == "pull_request" and action in PULL_ACTIONS:
+        pull = payload.get("pull_request")
+        if action == "closed" or not isinstance(pull, dict) or pull.get("state", "open") == "open":
+            return "pull_request"
+    return "ignored"
 
 
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise MalformedDelivery(f"expected text, got {type(value).__name__}")
-    return value
+Delivery = Annotated[
+    Annotated[CommentDelivery, Tag("comment")]
+    | Annotated[PullRequestDelivery, Tag("pull_request")]
+    | Annotated[IgnoredDelivery, Tag("ignored")],
+    Discriminator(acted_on),
+]
+_DELIVERY: TypeAdapter[CommentDelivery | PullRequestDelivery | IgnoredDelivery] = TypeAdapter(Delivery)
+
+
+def read_event(event_name: str, payload: dict[str, Any]) -> Event | None:
+    """The event a delivery is for the bot, ``None`` when the bot does not act on it
+    (:class:`MalformedDelivery` when it would but the payload does not validate)."""
+    try:
+        delivery = _DELIVERY.validate_python({"event_name": event_name, "payload": payload})
+    except ValidationError as error:
+        raise MalformedDelivery(_describe(error, skip=2)) from None
+    return delivery.event()
+
+
+def _describe(error: ValidationError, *, skip: int) -> str:
+    """One clause per problem, naming its field (``issue.number: ...``) without the first ``skip``
+    parts of its location (the union's tag; a delivery's ``payload``)."""
+    clauses = []
+    for problem in error.errors(include_url=False):
+        field = ""
+        for part in problem["loc"][skip:]:
+            field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
+        message = problem["msg"].removeprefix("Value error, ")
+        clauses.append(f"{field}: {message}" if field else message)
+    return "; ".join(clauses)

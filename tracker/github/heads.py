@@ -34,7 +34,7 @@ def head_when_asked(*, session: Session, event: CommentEvent, delivery_row: int 
     for row in later:
         try:
             pushed = event_from_dict(row.payload or {})
-        except (MalformedDelivery, TypeError):
+        except MalformedDelivery:
             continue
         if (
             isinstance(pushed, PullRequestEvent)

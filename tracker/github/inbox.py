@@ -227,7 +227,7 @@ def _claim(sessions: sessionmaker[Session], row_id: int, now: dt.datetime) -> tu
         assert row is not None
         try:
             event = event_from_dict(row.payload or {})
-        except (MalformedDelivery, TypeError) as error:
+        except MalformedDelivery as error:
             _finish(row, DeliveryState.FAILED, f"failed: the stored event cannot be read: {error}")
             session.commit()
             return None

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import DATA
 from tracker.diagnosis import evidence_trace
 from tracker.diagnosis.evidence import evidence_findings, summarize
-from tracker.diagnosis.evidence_log import GraphBreak, distinct_breaks, new_breaks, parse_graph_breaks
+from tracker.diagnosis.evidence_log import distinct_breaks, new_breaks
 from tracker.diagnosis.evidence_trace import (
     Span,
     TraceError,
@@ -21,6 +21,7 @@ from tracker.diagnosis.evidence_trace import (
     self_times_us,
 )
 from tracker.diagnosis.facts import FindingKind
+from wire.torch_logs import GraphBreak, parse_graph_breaks
 
 EVIDENCE = DATA / "evidence"
 CULPRIT_LOG = (EVIDENCE / "toy_culprit_torch_logs.log").read_text()
@@ -57,6 +58,18 @@ def test_older_torch_and_rank_prefixes_are_read_too() -> None:
     ]
     assert parse_graph_breaks(lines) == [
         GraphBreak("sglang/layers/norm.py:102", "call_function UserDefinedObjectVariable(foo)")
+    ]
+
+
+def test_a_log_without_torchs_formatter_is_read_as_the_runner_reads_it() -> None:
+    # The runner always counted these lines; the tracker once skipped every unprefixed one.
+    lines = [
+        "Graph break in user code at /tmp/ev_toy/bad/toydit/norm.py:19",
+        f"Graph Break Reason: {DISABLED}",
+        "  Explanation: Skip calling function `<function fused_layer_norm at 0x7fd4c42e00e0>`",
+    ]
+    assert parse_graph_breaks(lines) == [
+        GraphBreak("toydit/norm.py:19", DISABLED, "Skip calling function `fused_layer_norm`")
     ]
 
 
