@@ -1,57 +1,38 @@
-"""HTTP client of the tracker for runner agents (httpx), with retries and backoff.
+"""The runner endpoints of the tracker's API, for runner agents, on the one client of :mod:`runners.http`.
 
-Connection errors, timeouts, 429 and 5xx answers are retried with exponential backoff; a 409
-means the attempt lost its lease (:class:`LeaseLost`); any other 4xx is a :class:`TrackerError`
-carrying the tracker's message, never retried. Bodies are built from, and claims read as, the
-classes of :mod:`wire`; one that does not fit them is an :class:`InvalidMessage`, never sent.
+Connection errors, timeouts, 429 and 5xx answers are retried with exponential backoff where the
+endpoint takes a repeat (registering, uploading, releasing); a claim is sent again only when it
+never left (the agent's next poll is its retry) and a heartbeat is tried once. A 409 means the
+attempt lost its lease (:class:`LeaseLost`); any other 4xx is a :class:`TrackerError` carrying the
+tracker's message, never retried. Bodies are built from, and claims read as, the classes of
+:mod:`wire`; one that does not fit them is an :class:`InvalidMessage`, never sent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
 from pydantic import BaseModel, ValidationError
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception_type,
-    retry_if_result,
-    stop_after_attempt,
-    wait_exponential,
-)
 
+from runners.http import (
+    InvalidMessage,
+    RetryPolicy,
+    TrackerError,
+    TrackerHttp,
+    TrackerUnavailable,
+)
 from runners.jobspec import JobSpec
 from wire import AttemptIn, BatchOut, RunnerIn, validation_message
 
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-
-
-class TrackerError(Exception):
-    """The tracker refused a request; ``status`` is the HTTP status (0: never reached)."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(f"{status}: {detail}" if status else detail)
-        self.status = status
-        self.detail = detail
+__all__ = ["InvalidMessage", "LeaseLost", "TrackerClient", "TrackerError", "TrackerUnavailable"]
 
 
 class LeaseLost(TrackerError):
     """409: the attempt's lease expired or the job moved on; its result will never be accepted."""
-
-
-class TrackerUnavailable(TrackerError):
-    """The tracker could not be reached (or kept failing) after every retry."""
-
-
-class InvalidMessage(TrackerError):
-    """A body this runner would send, or a claim answer it got, does not fit the wire format.
-
-    ``status`` is 0 for a body refused before sending (the tracker would answer 422 with the same
-    message), else the status of the answer that could not be read.
-    """
 
 
 class TrackerClient:
@@ -69,25 +50,24 @@ class TrackerClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/") + "/api/v1",
-            headers={"Authorization": f"Bearer {token}", "User-Agent": "perftrack-runner"},
-            timeout=timeout_s,
+        self._tracker = TrackerHttp.connect(
+            base_url,
+            token,
+            timeout_s=timeout_s,
+            user_agent="perftrack-runner",
+            retry=RetryPolicy(retries=retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s),
             transport=transport,
+            sleep=sleep,
         )
-        self._retries = retries
-        self._backoff_s = backoff_s
-        self._max_backoff_s = max_backoff_s
-        self._sleep = sleep
 
     def close(self) -> None:
         """Close the connection pool."""
-        self._http.close()
+        self._tracker.close()
 
     def register(
         self, *, name: str, hardware: str, gpu_count: int, labels: dict[str, str], version: str, host: str
     ) -> dict[str, Any]:
-        """Register this runner (or update what it advertises)."""
+        """Register this runner (or update what it advertises); a repeat updates the same runner."""
         body = _body(
             RunnerIn,
             name=name,
@@ -97,24 +77,26 @@ class TrackerClient:
             version=version,
             host=host,
         )
-        return self._json(self._request("POST", "/runners", json=body))
+        return self._json("POST", "/runners", idempotent=True, json=body)
 
     def claim(self, runner: str, *, wait_s: float = 0.0) -> JobSpec | None:
         """Lease the next job, or ``None`` when the queue has nothing for this runner.
 
         ``wait_s``: let the tracker hold the claim up to this long until a job is queued (long-poll).
+        Sent again only when it never reached the tracker: a claim whose answer was lost leased a
+        job, and a repeat would lease another (the lost one waits for its lease to expire).
         """
         options: dict[str, Any] = {}
         if wait_s > 0:
             options["params"] = {"wait": f"{wait_s:g}"}
-            timeout = self._http.timeout
+            timeout = self._tracker.timeout
             options["timeout"] = httpx.Timeout(
                 connect=timeout.connect,
                 read=(timeout.read or 0.0) + wait_s,
                 write=timeout.write,
                 pool=timeout.pool,
             )
-        response = self._request("POST", f"/runners/{runner}/claim", **options)
+        response = self._request("POST", f"/runners/{runner}/claim", idempotent=False, **options)
         if response.status_code == 204:
             return None
         try:
@@ -142,14 +124,16 @@ class TrackerClient:
     def upload(self, *, runner: str, job_id: int, payload: dict[str, Any]) -> dict[str, Any]:
         """Upload one attempt's result; a repeat answers with the stored run."""
         return self._json(
-            self._request("POST", f"/jobs/{job_id}/result", params={"runner": runner}, json=payload)
+            "POST", f"/jobs/{job_id}/result", idempotent=True, params={"runner": runner}, json=payload
         )
 
     def upload_batch(self, *, runner: str, uploads: Sequence[tuple[int, dict[str, Any]]]) -> BatchOut:
         """Upload several attempts' results (``(job_id, payload)``) in one request; the tracker's
         answer for each, in the order sent (a refused one says why, a repeat is a duplicate)."""
         body = {"results": [{"job_id": job_id, "result": payload} for job_id, payload in uploads]}
-        response = self._request("POST", "/jobs/results", params={"runner": runner}, json=body)
+        response = self._request(
+            "POST", "/jobs/results", idempotent=True, params={"runner": runner}, json=body
+        )
         try:
             answer = BatchOut.model_validate(response.json())
         except ValueError as error:  # not JSON, or (a ValidationError) JSON that is no batch answer
@@ -162,61 +146,37 @@ class TrackerClient:
         return answer
 
     def release(self, *, runner: str, job_id: int, attempt: int, reason: str) -> None:
-        """Hand the job back to the queue."""
+        """Hand the job back to the queue.
+
+        Retried: a repeat after a lost answer changes nothing (the tracker refuses it with 409, the
+        attempt no longer being leased), and an agent that stops must not hold its job.
+        """
         self._request(
             "POST",
             f"/jobs/{job_id}/release",
+            idempotent=True,
             params={"runner": runner},
             json=_body(AttemptIn, attempt=attempt, reason=reason),
         )
 
-    def _request(
-        self, method: str, path: str, *, retries: int | None = None, **kwargs: Any
-    ) -> httpx.Response:
-        tries = (self._retries if retries is None else retries) + 1
-        retrying = Retrying(
-            stop=stop_after_attempt(tries),
-            wait=wait_exponential(multiplier=self._backoff_s, max=self._max_backoff_s),
-            retry=retry_if_exception_type(httpx.TransportError) | retry_if_result(_retryable),
-            sleep=self._sleep,
-            retry_error_callback=_last_outcome,
-        )
-        try:
-            response: httpx.Response = retrying(self._http.request, method, path, **kwargs)
-        except httpx.TransportError as error:
-            problem = f"cannot reach the tracker: {error.__class__.__name__}: {error}"
-            raise TrackerUnavailable(0, f"{method} {path}: {problem} (after {tries} tries)") from None
-        if _retryable(response):
-            problem = f"tracker answered {response.status_code}: {_detail(response)}"
-            raise TrackerUnavailable(0, f"{method} {path}: {problem} (after {tries} tries)")
-        if response.status_code == 409:
-            raise LeaseLost(409, _detail(response))
-        if response.status_code >= 400:
-            raise TrackerError(response.status_code, _detail(response))
-        return response
+    def _request(self, method: str, path: str, **options: Any) -> httpx.Response:
+        with _lease_lost_on_409():
+            return self._tracker.request(method, path, **options)
 
-    @staticmethod
-    def _json(response: httpx.Response) -> dict[str, Any]:
-        data: dict[str, Any] = response.json()
-        return data
+    def _json(self, method: str, path: str, **options: Any) -> dict[str, Any]:
+        with _lease_lost_on_409():
+            return self._tracker.json(method, path, **options)
 
 
-def _retryable(response: httpx.Response) -> bool:
-    return response.status_code in RETRYABLE_STATUS
-
-
-def _last_outcome(state: RetryCallState) -> Any:
-    """Out of tries: the last response, or the last transport error raised again."""
-    assert state.outcome is not None
-    return state.outcome.result()
-
-
-def _detail(response: httpx.Response) -> str:
+@contextlib.contextmanager
+def _lease_lost_on_409() -> Iterator[None]:
+    """A 409 from a runner endpoint means the attempt's lease is gone: :class:`LeaseLost`."""
     try:
-        detail = response.json().get("detail")
-    except ValueError:
-        detail = None
-    return str(detail) if detail else response.text[:500]
+        yield
+    except TrackerError as error:
+        if error.status == 409:
+            raise LeaseLost(409, error.detail) from None
+        raise
 
 
 def _body(shape: type[BaseModel], **fields: Any) -> dict[str, Any]:

@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -21,7 +20,8 @@ from rich.progress import (
 from rich.table import Table
 
 from perftrack.cli.common import console, fail, settings
-from perftrack.cli.tracker_http import call_tracker
+from perftrack.cli.tracker_http import open_tracker, read_comparison, request_comparison
+from runners.http import TrackerHttp
 from tracker.enums import FINISHED_COMPARISON_STATES, FINISHED_JOB_STATES
 
 _VERDICT_STYLE = {
@@ -82,14 +82,13 @@ def compare(
         body["hardware"] = list(hardware)
     if pr_number is not None:
         body["pr_number"] = pr_number
-    headers = {"Authorization": f"Bearer {secret}"}
-    with httpx.Client(base_url=server, headers=headers, timeout=config.http_timeout_s) as client:
-        comparison = run_compare(client, body, wait=wait, poll_interval_s=poll_interval, console=console)
+    with open_tracker(server, secret) as tracker:
+        comparison = run_compare(tracker, body, wait=wait, poll_interval_s=poll_interval, console=console)
     raise typer.Exit(1 if comparison["state"] == "failed" else 0)
 
 
 def run_compare(
-    client: httpx.Client,
+    tracker: TrackerHttp,
     body: dict[str, Any],
     *,
     wait: bool,
@@ -97,28 +96,30 @@ def run_compare(
     console: Console,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
-    """Request the comparison, optionally poll until it finishes, print its table; return its JSON."""
-    comparison = call_tracker(client, "POST", "/api/v1/comparisons", body)
+    """Request the comparison, optionally poll until it finishes, print its table; return its JSON.
+
+    ``tracker``: the tracker's API with an admin token.
+    """
+    comparison = request_comparison(tracker, body)
     console.print(
         f"comparison [bold]{comparison['id']}[/]: {comparison['base']['label']} → {comparison['head']['label']} "
         f"({len(comparison['results'])} case × hardware, {comparison['rounds']} rounds to start)",
         highlight=False,
     )
     if wait:
-        comparison = _wait(client, comparison, poll_interval_s=poll_interval_s, console=console, sleep=sleep)
+        comparison = _wait(tracker, comparison, poll_interval_s=poll_interval_s, console=console, sleep=sleep)
     console.print(comparison_table(comparison))
     return comparison
 
 
 def _wait(
-    client: httpx.Client,
+    tracker: TrackerHttp,
     comparison: dict[str, Any],
     *,
     poll_interval_s: float,
     console: Console,
     sleep: Callable[[float], None],
 ) -> dict[str, Any]:
-    path = f"/api/v1/comparisons/{comparison['id']}"
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -137,7 +138,7 @@ def _wait(
             if comparison["state"] in FINISHED_COMPARISON_STATES:
                 return comparison
             sleep(poll_interval_s)
-            comparison = call_tracker(client, "GET", path)
+            comparison = read_comparison(tracker, comparison["id"])
 
 
 def _round_counts(comparison: dict[str, Any]) -> tuple[int, int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
 import typer
 from pydantic import ValidationError
 
@@ -20,7 +19,7 @@ from perftrack.cli.log_payloads import (
     with_output,
 )
 from perftrack.cli.logs_dir import import_directory
-from perftrack.cli.tracker_http import call_tracker
+from perftrack.cli.tracker_http import open_tracker, post_result
 from runners.outputs import OutputReadError
 from runners.parsing import ParsedRun, RunStatus
 from runners.payload import parsed_as_json
@@ -145,7 +144,7 @@ def _import_file(
         fail(f"--output {output}: {error}")
     except ValidationError as error:
         fail(validation_message(error))
-    answer = _post(server, token, payload, config.http_timeout_s) if server else _store(payload)
+    answer = _post(server, token, payload) if server else _store(payload)
     verb = "stored" if answer["created"] else "already stored (same log, case, hardware and commit)"
     value = answer.get("denoise_step_ms")
     shown = f"{value:.1f} ms/step" if isinstance(value, float) else answer.get("status", "")
@@ -193,9 +192,8 @@ def _store(payload: dict[str, Any]) -> dict[str, Any]:
         }
 
 
-def _post(server: str, token: str | None, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+def _post(server: str, token: str | None, payload: dict[str, Any]) -> dict[str, Any]:
     if not token:
         fail("--server needs a token: pass --token or set PERFTRACK_TOKEN (perftrack token create NAME)")
-    url = server.rstrip("/") + "/api/v1/results"
-    with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s) as client:
-        return call_tracker(client, "POST", url, payload, server=server, what="the result")
+    with open_tracker(server, token) as tracker:
+        return post_result(tracker, payload)

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.orm import Session
 
@@ -33,7 +32,8 @@ from perftrack.cli.log_payloads import (
     parse_files,
     with_output,
 )
-from perftrack.cli.tracker_http import call_tracker
+from perftrack.cli.tracker_http import open_tracker, post_results
+from runners.http import TrackerHttp
 from runners.outputs import OutputReadError
 from tracker.ingest.results import IngestLimits
 from tracker.models import utcnow
@@ -73,15 +73,13 @@ def import_directory(
     logs = sorted(path for path in directory.iterdir() if path.is_file() and path.suffix in LOG_SUFFIXES)
     if not logs:
         fail(f"{directory}: no *.log or *.txt file in it")
-    if server and not token:
-        fail("--server needs a token: pass --token or set PERFTRACK_TOKEN (perftrack token create NAME)")
     outcomes: list[str] = []
     if server:
-        with httpx.Client(
-            headers={"Authorization": f"Bearer {token}"}, timeout=settings().http_timeout_s
-        ) as http:
+        if not token:
+            fail("--server needs a token: pass --token or set PERFTRACK_TOKEN (perftrack token create NAME)")
+        with open_tracker(server, token) as tracker:
             for chunk in _chunks(logs):
-                outcomes += _import_chunk(chunk, options, lambda payloads: _post(http, server, payloads))
+                outcomes += _import_chunk(chunk, options, lambda payloads: _post(tracker, payloads))
     else:
         with database_session() as session:
             for chunk in _chunks(logs):
@@ -195,12 +193,11 @@ def _fields(log: Path, options: ImportOptions, meta: LogMeta | None) -> ImportFi
     )
 
 
-def _post(http: httpx.Client, server: str, payloads: list[dict[str, Any]]) -> list[BatchItemOut]:
+def _post(tracker: TrackerHttp, payloads: list[dict[str, Any]]) -> list[BatchItemOut]:
     """Send ``payloads`` through ``POST /api/v1/results/batch``, as few requests as the size allows."""
-    url = server.rstrip("/") + "/api/v1/results/batch"
     answers: list[BatchItemOut] = []
     for part in _by_size(payloads):
-        answer = call_tracker(http, "POST", url, {"results": part}, server=server, what="the batch")
+        answer = post_results(tracker, part)
         answers += BatchOut.model_validate(answer).items
     return answers
 

@@ -33,7 +33,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import uvicorn
 from rich.console import Console
 from sqlalchemy import select
@@ -50,6 +49,7 @@ from perftrack.demo.report import (
 from perftrack.demo.runner import HARDWARE, RUNNER_NAME, DemoRunner
 from perftrack.demo.scorecard import score
 from runners.gitmeta import commit_info
+from runners.http import TrackerHttp
 from runners.toy import SUITE_TEMPLATE, ToyPullRequest, ToyRepository, create_toy_repository
 from tracker import db
 from tracker.access.tokens import create_token
@@ -116,7 +116,7 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
         console.print(f"tracker on [bold]{url}[/] · runner {RUNNER_NAME}")
         runner = DemoRunner(url, token, paths.runner, sessions, console)
         comparison_ids = _run_jobs(runner, sessions, toy)
-        _report(url, sessions, toy, comparison_ids, console)
+        _report(url, token, sessions, toy, comparison_ids, console)
         console.print(f"demo finished in {time.monotonic() - started:.0f} s")
         engine.dispose()
         if exit_after:
@@ -194,7 +194,12 @@ def _run_jobs(runner: DemoRunner, sessions: sessionmaker[Session], toy: ToyRepos
 
 
 def _report(
-    url: str, sessions: sessionmaker[Session], toy: ToyRepository, comparison_ids: list[int], console: Console
+    url: str,
+    token: str,
+    sessions: sessionmaker[Session],
+    toy: ToyRepository,
+    comparison_ids: list[int],
+    console: Console,
 ) -> None:
     """Print the series, calibrations, alerts, the comparison's verdict and the scorecard."""
     with sessions() as session:
@@ -202,14 +207,14 @@ def _report(
         print_calibrations(session, console)
         print_alerts(session, toy, console)
         case_flags = {case.slug: _flags_on(case) for case in _toy_cases(session)}
-    comparisons = [
-        httpx.get(f"{url}/api/v1/comparisons/{comparison_id}", timeout=30).json()
-        for comparison_id in comparison_ids
-    ]
+    with TrackerHttp.connect(url, token) as tracker:
+        comparisons = [
+            tracker.json("GET", f"/comparisons/{comparison_id}") for comparison_id in comparison_ids
+        ]
+        # Scored from what a user reads: the alerts API (suspects refuted by paired rounds are not alerts).
+        alerts = tracker.request("GET", "/alerts", params={"limit": 200}).json()
     for comparison in comparisons:
         print_comparison(comparison, console)
-    # Scored from what a user reads: the alerts API (suspects refuted by paired rounds are not alerts).
-    alerts = httpx.get(f"{url}/api/v1/alerts", params={"limit": 200}, timeout=30).json()
     print_diagnoses(alerts, console)
     print_scorecard(score(toy.commits, case_flags, alerts, comparisons[1:]), console)
 

@@ -8,7 +8,8 @@ worktree when the with-block ends. Every failure is a ``CandidateBuildError`` wi
 for the job's failure reason.
 
 Modules: ``builder`` (worktree lifecycle), ``_mirror`` (clone and fetch), ``_patches`` (cherry-picks
-and patch-ids), ``_build`` (build command and its reuse), ``_git``/``_process``/``_locks`` (plumbing).
+and patch-ids), ``_build`` (build command and its reuse), ``_git``/``_process`` (plumbing); the
+workdir's locks are ``filelock`` flocks (``_mirror.workdir_lock``).
 """
 
 from runners.candidates.builder import BuiltCandidate, CandidateBuilder

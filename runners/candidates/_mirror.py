@@ -6,14 +6,22 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from filelock import UnixFileLock
+
 from runners.candidates._git import Git, tail
-from runners.candidates._locks import FileLock
 from runners.candidates.errors import CandidateBuildError
 from runners.jobspec import RepositorySpec
 
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Branches only: GitHub advertises tens of thousands of refs/pull/* refs, fetched one by one on demand.
 _BRANCH_REFSPEC = "+refs/heads/*:refs/heads/*"
+
+
+def workdir_lock(path: Path) -> UnixFileLock:
+    """An exclusive ``flock`` on ``path`` (made with its folders when taken); ``with`` blocks until
+    it holds it. The kernel drops it when the holding process dies: a crashed agent holds nothing.
+    The hold is the object's, whichever thread releases it (not thread-local)."""
+    return UnixFileLock(path, thread_local=False)
 
 
 def safe_name(name: str) -> str:
@@ -56,7 +64,7 @@ class Mirror:
         self.repository = repository
         name = safe_name(repository.name)
         self.path = mirrors_dir / f"{name}.git"
-        self.lock = FileLock(mirrors_dir / f"{name}.lock")
+        self.lock = workdir_lock(mirrors_dir / f"{name}.lock")
         self.git = Git(self.path, timeout_s=timeout_s, base_env=base_env)
 
     def update(self, refs: list[str]) -> None:

@@ -9,10 +9,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import Timeout, UnixFileLock
+
 from runners.candidates._build import BuildCache, BuildCommand
 from runners.candidates._git import Git
-from runners.candidates._locks import FileLock
-from runners.candidates._mirror import Mirror, check_ref, safe_name, split_pin
+from runners.candidates._mirror import Mirror, check_ref, safe_name, split_pin, workdir_lock
 from runners.candidates._patches import Patch, PatchIds, already_in, apply
 from runners.candidates.errors import CandidateBuildError
 from runners.jobenv import job_environ
@@ -84,21 +85,21 @@ class CandidateBuilder:
                 if mirror_path.is_dir()
                 else None
             )
-            with FileLock(self._mirrors_dir / f"{repo_dir.name}.lock"):
+            with workdir_lock(self._mirrors_dir / f"{repo_dir.name}.lock"):
                 for slot in sorted(path for path in repo_dir.iterdir() if path.is_dir()):
-                    slot_lock = FileLock(_slot_lock_path(slot))
-                    if not slot_lock.acquire(blocking=False):
+                    slot_lock = workdir_lock(_slot_lock_path(slot))
+                    if not _try_lock(slot_lock):
                         continue  # a live build (maybe another agent's) holds it
                     try:
                         _remove_worktree(git, slot)
                     finally:
-                        slot_lock.release(remove=True)
+                        _release_and_remove(slot_lock)
                     removed.append(slot)
                 for lock_path in sorted(repo_dir.glob("*.lock")):
                     # A lock without its worktree: an agent died between claiming a slot and adding it.
-                    orphan = FileLock(lock_path)
-                    if not lock_path.with_suffix("").exists() and orphan.acquire(blocking=False):
-                        orphan.release(remove=True)
+                    orphan = workdir_lock(lock_path)
+                    if not lock_path.with_suffix("").exists() and _try_lock(orphan):
+                        _release_and_remove(orphan)
                 if git is not None:
                     git.run("worktree", "prune", check=False)
         return removed
@@ -120,16 +121,16 @@ class CandidateBuilder:
                 with mirror.lock:
                     _remove_worktree(mirror.git, slot)
         finally:
-            slot_lock.release(remove=True)
+            _release_and_remove(slot_lock)
 
-    def _claim_slot(self, repository: RepositorySpec, base_sha: str) -> tuple[Path, FileLock]:
+    def _claim_slot(self, repository: RepositorySpec, base_sha: str) -> tuple[Path, UnixFileLock]:
         repo_dir = self._worktrees_dir / safe_name(repository.name)
         if repository.name in self._build_commands:
             slot = repo_dir / _BUILD_SLOT
         else:
             slot = repo_dir / f"{base_sha[:12]}-{secrets.token_hex(4)}"
-        slot_lock = FileLock(_slot_lock_path(slot))
-        if not slot_lock.acquire(blocking=False):
+        slot_lock = workdir_lock(_slot_lock_path(slot))
+        if not _try_lock(slot_lock):
             # The environment holds one editable install, so one candidate per built repository.
             raise CandidateBuildError(
                 f"worktree {slot} is in use by another build of {repository.name}; "
@@ -208,6 +209,22 @@ def _fetch_and_resolve(mirror: Mirror, candidate: CandidateSpec) -> _Resolved:
 
 def _slot_lock_path(slot: Path) -> Path:
     return slot.with_name(f"{slot.name}.lock")
+
+
+def _try_lock(lock: UnixFileLock) -> bool:
+    """Take ``lock`` if no one holds it; false at once if someone does."""
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        return False
+    return True
+
+
+def _release_and_remove(lock: UnixFileLock) -> None:
+    """Delete the lock file (what it guarded is gone), then release it. A build waiting on the
+    deleted file finds it unlinked once it holds it, and filelock takes a fresh file instead."""
+    Path(lock.lock_file).unlink(missing_ok=True)
+    lock.release()
 
 
 def _remove_worktree(git: Git | None, slot: Path) -> None:

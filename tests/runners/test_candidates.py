@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+from filelock import UnixFileLock
 
 from runners.candidates import BuiltCandidate, CandidateBuilder, CandidateBuildError
 from runners.jobspec import CandidateSpec, CarriedPatch, RepositorySpec
@@ -629,4 +631,27 @@ def test_stale_worktree_of_a_crashed_agent_is_pruned_but_a_live_one_is_kept(
         # A second builder on the same workdir (a mistake) must not prune the live worktree.
         assert CandidateBuilder(workdir).prune() == []
         assert read(live) == PIPELINE_TEXT
+    assert_cleaned_up(workdir)
+
+
+def test_a_build_waits_for_the_mirror_another_agent_holds(repository: RepositorySpec, workdir: Path) -> None:
+    other_agent = UnixFileLock(workdir / "mirrors" / "toy.lock")  # a second agent sharing the workdir
+    other_agent.acquire()
+    built: list[Path] = []
+
+    def build() -> None:
+        with CandidateBuilder(workdir).build(repository, CandidateSpec(base_sha="main")) as candidate:
+            built.append(candidate.path)
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    try:
+        builder.join(timeout=0.5)
+        assert builder.is_alive()
+        assert built == []
+        assert not (workdir / "mirrors" / "toy.git").exists()  # not fetched into while held
+    finally:
+        other_agent.release()
+    builder.join(timeout=60)
+    assert len(built) == 1
     assert_cleaned_up(workdir)

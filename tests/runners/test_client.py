@@ -74,3 +74,70 @@ def test_a_heartbeat_is_tried_once_and_4xx_answers_are_never_retried() -> None:
         )
     assert refused.value.status == 403
     assert waits == []
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [httpx.Response(503), httpx.Response(502), httpx.ReadTimeout("read timed out")],
+    ids=repr,
+)
+def test_a_claim_that_may_have_leased_a_job_is_not_sent_again(failure: httpx.Response | Exception) -> None:
+    """A lost claim answer leased a job; a repeat would lease a second one. The agent's next poll
+    is the retry, and the lost job's lease expires."""
+    answers: list[httpx.Response | Exception] = [failure, httpx.Response(204)]
+    waits: list[float] = []
+    with pytest.raises(TrackerUnavailable, match=r"\(after 1 tries\)"):
+        _client(answers, waits).claim("cpu-1", wait_s=5)
+    assert waits == []
+    assert len(answers) == 1
+
+
+def test_a_claim_that_never_left_is_sent_again() -> None:
+    answers: list[httpx.Response | Exception] = [
+        httpx.ConnectError("connection refused"),
+        httpx.Response(204),
+    ]
+    waits: list[float] = []
+    assert _client(answers, waits).claim("cpu-1") is None
+    assert waits == [1.0]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [httpx.Response(503), httpx.ReadTimeout("read timed out"), httpx.RemoteProtocolError("disconnected")],
+    ids=repr,
+)
+def test_what_the_tracker_takes_twice_is_sent_again(
+    failure: httpx.Response | Exception,
+) -> None:
+    stored = httpx.Response(200, json={"run_id": 3, "created": False})
+    answers: list[httpx.Response | Exception] = [failure, stored]
+    waits: list[float] = []
+    assert _client(answers, waits).upload(runner="cpu-1", job_id=7, payload={"attempt": 1})["run_id"] == 3
+    batch = httpx.Response(
+        200,
+        json={
+            "items": [{"index": 0, "outcome": "duplicate", "run_id": 3}],
+            "stored": 0,
+            "duplicate": 1,
+            "refused": 0,
+        },
+    )
+    answers = [failure, batch]
+    assert (
+        _client(answers, waits).upload_batch(runner="cpu-1", uploads=[(7, {"attempt": 1})]).items[0].run_id
+        == 3
+    )
+    answers = [failure, httpx.Response(200, json={"id": 7})]
+    _client(answers, waits).release(runner="cpu-1", job_id=7, attempt=1, reason="stopping")
+    answers = [failure, httpx.Response(200, json={"id": 1})]
+    _client(answers, waits).register(
+        name="cpu-1", hardware="cpu", gpu_count=1, labels={}, version="", host=""
+    )
+    assert waits == [1.0] * 4
+
+
+def test_an_upload_whose_lease_is_gone_is_lease_lost() -> None:
+    answers: list[httpx.Response | Exception] = [httpx.Response(409, json={"detail": "lease expired"})]
+    with pytest.raises(LeaseLost, match="409: lease expired"):
+        _client(answers, []).upload(runner="cpu-1", job_id=7, payload={"attempt": 1})

@@ -13,6 +13,8 @@ from typer.testing import CliRunner
 
 from perftrack.cli import app
 from perftrack.cli.compare_cmd import run_compare
+from perftrack.cli.tracker_http import CLI_RETRY
+from runners.http import TrackerHttp
 from tracker.settings import get_settings
 
 CASE = "qwen-image-t2i-1024"
@@ -219,7 +221,8 @@ def test_cli_compare_prints_the_table_and_waits(
     output = io.StringIO()
     console = Console(file=output, width=200, force_terminal=False)
     body = {"base": {"sha": "669a9bd", "patches": []}, "head": {"sha": "669a9bd", "patches": ["#43601"]}}
-    created = run_compare(client, {**body, "cases": [CASE]}, wait=False, poll_interval_s=0, console=console)
+    tracker = TrackerHttp(client, retry=CLI_RETRY)
+    created = run_compare(tracker, {**body, "cases": [CASE]}, wait=False, poll_interval_s=0, console=console)
     assert created["state"] == "pending"
     assert "669a9bd → 669a9bd + #43601" in output.getvalue()
     assert "pending" in output.getvalue()
@@ -233,7 +236,7 @@ def test_cli_compare_prints_the_table_and_waits(
         drive(client, runner_token, comparison, {"base": 263.7, "head": 287.6})
 
     finished = run_compare(
-        client, {**body, "cases": [CASE]}, wait=True, poll_interval_s=5, console=console, sleep=run_the_queue
+        tracker, {**body, "cases": [CASE]}, wait=True, poll_interval_s=5, console=console, sleep=run_the_queue
     )
     assert finished["state"] == "done"
     assert polls == [5]

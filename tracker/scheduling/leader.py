@@ -4,20 +4,21 @@ PostgreSQL: the leader holds a session-level ``pg_try_advisory_lock(LOCK_KEY)`` 
 connection (its own engine, no pool, so closing it really closes it). When the leader's process
 or connection dies, PostgreSQL releases the lock and the next follower to retry takes over.
 
-SQLite (one machine): an exclusive ``fcntl.flock`` on ``<database>.scheduler.lock`` next to the
-database file plays the same role; the kernel releases it when the holder's process exits.
+SQLite (one machine): an exclusive ``flock`` (``filelock``) on ``<database>.scheduler.lock`` next
+to the database file plays the same role; the kernel releases it when the holder's process exits.
+Each :class:`FileLeader` opens the file itself, so two in one process exclude each other too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import socket
 from pathlib import Path
-from typing import IO, Protocol
+from typing import Protocol
 
+from filelock import Timeout, UnixFileLock
 from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -109,37 +110,35 @@ class PostgresLeader:
 
 
 class FileLeader:
-    """An exclusive, non-blocking ``flock`` on a file; each instance opens the file itself."""
+    """An exclusive, non-blocking ``flock`` on a file (``filelock``).
+
+    Each instance has a lock of its own (its own descriptor; not a singleton shared by path), so a
+    second leader in the same process is refused as one in another process would be.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file: IO[bytes] | None = None
+        # Not thread-local: the election thread takes it, and a stopping thread may release it.
+        self._lock = UnixFileLock(path, thread_local=False)
 
     def acquire(self) -> bool:
-        if self._file is not None:
-            return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+b")  # noqa: SIM115 - held open for as long as we lead
+        if self._lock.is_locked:
+            return True  # not taken again: one release ends the lead
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
+            self._lock.acquire(blocking=False)
+        except Timeout:
             return False
-        handle.truncate(0)
-        handle.write(f"{os.getpid()}\n".encode())
-        handle.flush()
-        self._file = handle
+        except OSError as error:
+            logger.warning("scheduler leader election: cannot lock %s: %s", self.path, error)
+            return False
         return True
 
     def is_held(self) -> bool:
-        return self._file is not None and not self._file.closed
+        return self._lock.is_locked
 
     def release(self) -> None:
-        if self._file is not None:
-            with contextlib.suppress(OSError, ValueError):
-                fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
-            self._file.close()
-            self._file = None
+        if self._lock.is_locked:
+            self._lock.release(force=True)
 
 
 def make_leader(database_url: str, *, data_dir: Path) -> PostgresLeader | FileLeader:

@@ -6,6 +6,7 @@ import datetime as dt
 import os
 import pickle
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -224,6 +225,59 @@ def test_file_lock_elects_one_leader(tmp_path: Path) -> None:
     assert second.acquire()
     assert not first.acquire()
     second.release()
+
+
+def test_file_leaders_in_one_process_exclude_each_other_whatever_thread_acts(tmp_path: Path) -> None:
+    path = tmp_path / "perftrack.db.scheduler.lock"
+    first, second = FileLeader(path), FileLeader(path)
+    won: list[bool] = []
+    elector = threading.Thread(target=lambda: won.append(first.acquire()))
+    elector.start()
+    elector.join()
+    assert won == [True]
+    assert first.is_held()  # the instance leads, not the thread that won
+    assert not second.acquire()
+    assert not FileLeader(path).acquire()
+    stopper = threading.Thread(target=first.release)
+    stopper.start()
+    stopper.join()
+    assert not first.is_held()
+    assert second.acquire()
+    second.release()
+    first.release()  # idempotent
+    assert path.is_file()  # left in place: the next contender locks the same file
+
+
+LEADING_PROCESS = """
+import sys
+from pathlib import Path
+from tracker.scheduling.leader import FileLeader
+
+leader = FileLeader(Path(sys.argv[1]))  # referenced: a collected lock is released
+assert leader.acquire()
+print("leading", flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+def test_a_file_leader_that_dies_hands_over(tmp_path: Path) -> None:
+    path = tmp_path / "perftrack.db.scheduler.lock"
+    root = Path(__file__).resolve().parents[3]
+    with subprocess.Popen(
+        [sys.executable, "-c", LEADING_PROCESS, str(path)],
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as leader:
+        assert leader.stdout is not None
+        assert leader.stdout.readline().strip() == "leading"
+        contender = FileLeader(path)
+        assert not contender.acquire()
+        leader.kill()  # no release: the kernel drops the lock with the process
+        leader.wait()
+    assert contender.acquire()
+    contender.release()
 
 
 @pytest.fixture
