@@ -31,7 +31,6 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
     "tracker/bootstrap.py": ("tests/web/test_prepare_race.py", "tests/web/test_health.py"),
     "tracker/access/throttle.py": ("tests/web/test_sign_in_throttle.py",),
     "tracker/comparisons/progress.py": ("tests/tracker/comparisons/test_comparisons.py",),
-    "tracker/diagnosis/evidence_loading.py": ("tests/tracker/workflows/test_evidence_reading.py",),
     "tracker/github/outbox.py": ("tests/web/test_github_webhook.py",),
     "tracker/ingest/batch.py": ("tests/tracker/ingest/test_batch.py", "tests/web/test_results_batch.py"),
     "tracker/queue/claims.py": (
@@ -52,6 +51,7 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
     "tracker/series/latest.py": ("tests/tracker/series/test_latest.py",),
     "tracker/series/pending.py": ("tests/tracker/series/test_pending.py",),
     "tracker/workflows/bisections.py": ("tests/tracker/workflows/test_bisections.py",),
+    "tracker/workflows/evidence_reading.py": ("tests/tracker/workflows/test_evidence_reading.py",),
     "web/app.py": ("tests/web/test_claim_wait.py",),
     "web/waiters.py": ("tests/web/test_claim_wait.py",),
     "migrations/env.py": (MIGRATIONS,),

@@ -1,11 +1,18 @@
-"""A simulated GPU runner for detection tests: nightly jobs, a queue drained with planted values."""
+"""A simulated GPU runner for detection tests: nightly jobs, a queue drained with planted values.
+
+After each upload the bench does what the upload route leaves for after its answer
+(``web/followups.py``), with the production functions themselves: queued bisections start
+(:func:`tracker.workflows.bisections.start_queued`) and the evidence runs uploads linked are read
+(:func:`tracker.workflows.evidence_reading.summarize_pending`), each in transactions of its own
+nested in the bench's (:func:`sessions_beside`).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from tests.factories import job_result
 from tracker.catalog.cases import get_current_case, get_hardware_kind
@@ -17,7 +24,8 @@ from tracker.queue.runners import register_runner
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.vcs.history import GitHistory
 from tracker.workflows import jobs as workflow_jobs
-from tracker.workflows.bisections import start_queued_in
+from tracker.workflows.bisections import start_queued
+from tracker.workflows.evidence_reading import summarize_pending
 from tracker.workflows.results import store_job_result
 from wire import CommitIn
 
@@ -26,6 +34,14 @@ LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)
 # A benchmark outcome: the value (ms per step) a commit measures at, or a failed run: None, or the
 # failure's reason.
 Measure = Callable[[Commit, Job], float | str | None]
+
+
+def sessions_beside(session: Session) -> sessionmaker[Session]:
+    """Sessions inside ``session``'s transaction, as the ``sessions`` fixture makes them: each commit
+    is a savepoint of it, so the service's own transactions see the bench's work, and it theirs."""
+    return sessionmaker(
+        bind=session.connection(), join_transaction_mode="create_savepoint", expire_on_commit=False
+    )
 
 
 class Bench:
@@ -99,7 +115,16 @@ class Bench:
                 limits=LIMITS,
                 now=self.now,
             )
-            start_queued_in(session=self.session, history=self.history, now=self.now)
+            self.follow_ups()
             done.append(job)
             self.ran.append(job)
         raise AssertionError(f"the queue did not drain within {limit} jobs")
+
+    def follow_ups(self) -> None:
+        """What the upload route leaves for after its answer, at the bench's time: start the queued
+        bisections (git runs with no session open), read the evidence runs uploads linked."""
+        self.session.flush()  # what the bench's session did is seen by the service's sessions
+        sessions = sessions_beside(self.session)
+        start_queued(sessions=sessions, history=self.history, clock=lambda: self.now)
+        summarize_pending(sessions=sessions, clock=lambda: self.now)
+        self.session.expire_all()  # and what they did is seen by the bench's session

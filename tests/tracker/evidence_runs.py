@@ -1,8 +1,9 @@
 """A simulated runner that answers evidence jobs as the real one does: the recorded toy output with
 ``TORCH_LOGS=graph_breaks,recompiles`` and a gzipped ``torch.profiler`` trace (``tests/data/evidence``).
 
-After each upload :func:`drain` does what the service does after the answer: queued bisections
-start, and the evidence runs uploads linked are read."""
+After each upload :func:`drain` does what the upload route does after its answer
+(:meth:`~tests.tracker.bench.Bench.follow_ups`): queued bisections start, and the evidence runs
+uploads linked are read."""
 
 from __future__ import annotations
 
@@ -13,11 +14,9 @@ from sqlalchemy import select
 from tests.conftest import DATA
 from tests.factories import job_result
 from tests.tracker.bench import LIMITS, Bench, Measure
-from tracker.diagnosis.evidence_loading import summarize_pending_evidence
 from tracker.enums import Arm, JobReason
 from tracker.models import EvidenceJob, Job
 from tracker.workflows import jobs as workflow_jobs
-from tracker.workflows.bisections import start_queued_in
 from tracker.workflows.results import store_job_result
 from wire import JobResultIn
 from wire.files import FileIn
@@ -64,7 +63,6 @@ def drain(bench: Bench, measure: Measure, limit: int = 200) -> list[Job]:
             limits=LIMITS,
             now=bench.now,
         )
-        start_queued_in(session=bench.session, history=bench.history, now=bench.now)
-        summarize_pending_evidence(session=bench.session, now=bench.now)
+        bench.follow_ups()
         done.append(job)
     raise AssertionError(f"the queue did not drain within {limit} jobs")

@@ -2,7 +2,8 @@
 
 The runner's capture of outputs is its own piece of work; here each job's run is stored, its
 output inserted as the runner would upload it (``wire.OutputIn``), then the tracker reacts to the
-run as an upload does (:func:`tracker.workflows.reactions.after_job_run`).
+run as an upload does (:func:`tracker.workflows.reactions.after_job_run`) and does what the upload
+leaves for after its answer (:meth:`~tests.tracker.bench.Bench.follow_ups`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from tracker.ingest.results import ingest_job_result
 from tracker.models import Commit, Job
 from tracker.outputs.storing import insert_outputs
 from tracker.workflows import jobs as workflow_jobs
-from tracker.workflows.bisections import start_queued_in
 from tracker.workflows.reactions import after_job_run
 from wire import CommitIn, OutputIn
 
@@ -108,7 +108,7 @@ def drain_with_outputs(
             insert_outputs(bench.session, {outcome.run.id: output_of(pixels)})
         assert outcome.job is not None
         after_job_run(session=bench.session, job=outcome.job, run=outcome.run, now=bench.now)
-        start_queued_in(session=bench.session, history=bench.history, now=bench.now)
+        bench.follow_ups()
         done.append(job)
         bench.ran.append(job)
     raise AssertionError(f"the queue did not drain within {limit} jobs")

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from tests.tracker.bench import Bench
 from tests.tracker.evidence_runs import EVIDENCE, TRACE_NAME, drain, evidence_upload
 from tests.tracker.workflows.test_evidence_reading import culprit_alert, upload_both
-from tracker.diagnosis.evidence_loading import summarize_pending_evidence
 from tracker.enums import Arm
-from tracker.models import Alert, EvidenceJob, Run, utcnow
+from tracker.models import Alert, EvidenceJob, Run
+from tracker.workflows.evidence_reading import summarize_pending
 
 
 def alert_with_evidence(session: Session) -> tuple[Alert, dict[Arm, Run]]:
@@ -91,15 +91,14 @@ def test_the_upload_route_reads_an_evidence_run_after_its_answer(
 
 
 def test_the_run_page_says_an_evidence_run_is_being_read_until_it_is(
-    client: TestClient, session: Session
+    client: TestClient, session: Session, sessions: sessionmaker[Session]
 ) -> None:
     culprit_alert(session)
     links = upload_both(Bench(session))
     session.commit()
     page = f"/runs/{links[Arm.HEAD].run_id}"
     assert 'id="evidence-pending"' in client.get(page).text
-    assert summarize_pending_evidence(session=session, now=utcnow()) == 2
-    session.commit()
+    assert summarize_pending(sessions=sessions) == 2  # what the scheduler does for what is left
     html = client.get(page).text
     assert 'id="evidence"' in html
     assert 'id="evidence-pending"' not in html

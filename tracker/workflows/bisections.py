@@ -100,16 +100,6 @@ def begin(
     return alert
 
 
-def start_queued_in(*, session: Session, history: GitHistory | None, now: dt.datetime | None = None) -> int:
-    """All queued bisections in one session (the command line, tests): git runs inside it."""
-    now = now or utcnow()
-    started = 0
-    for queued in take_queued_ranges(session=session, now=now, limit=1000):
-        if begin(session=session, queued=queued, listed=list_range(history, queued), now=now):
-            started += 1
-    return started
-
-
 def start_queued(
     *,
     sessions: sessionmaker[Session],

@@ -5,12 +5,16 @@ regression, queue one run of each side with the compile logs and a profiler on (
 The two sides are the culprit and the commit just before it on the bisected range (the alert's
 last good commit when the culprit is the first after it), or a comparison's base and head. Each
 evidence job (:attr:`JobReason.EVIDENCE`) carries an :class:`~tracker.models.EvidenceJob` row that
-says what it is evidence for; the runner profiles such a job, ingest marks its run excluded (it
-measures nothing), the upload links it to its row, and :mod:`tracker.workflows.evidence_reading`
-reads it after the answer. Queuing is idempotent: calling again after every bisection move is safe.
+says what it is evidence for; the runner profiles such a job and ingest marks its run excluded (it
+measures nothing). An evidence row lives thus: queued here (no run); linked to its run by the
+upload (:func:`link_evidence_run`: pending, nothing read); read after the answer, or given up, by
+:mod:`tracker.workflows.evidence_reading`. Queuing is idempotent: calling again after every
+bisection move is safe.
 """
 
 from __future__ import annotations
+
+import datetime as dt
 
 from sqlalchemy.orm import Session
 
@@ -25,6 +29,7 @@ from tracker.models import (
     EvidenceJob,
     HardwareKind,
     Job,
+    Run,
 )
 from tracker.queue.jobs import enqueue_job
 from tracker.vcs.commits import ensure_candidate
@@ -75,6 +80,22 @@ def queue_regression_evidence(*, session: Session, comparison: Comparison) -> li
             created += _result_jobs(session, comparison, result)
     session.flush()
     return created
+
+
+def link_evidence_run(*, session: Session, job: Job, run: Run, now: dt.datetime) -> EvidenceJob | None:
+    """Link the stored run ``run`` to the evidence row of ``job`` (``None``: not an evidence job).
+
+    Nothing is read here (a trace of several MB is no work for the upload's write transaction): the
+    row is pending until :func:`tracker.workflows.evidence_reading.summarize_pending` reads it.
+    """
+    link = session.get(EvidenceJob, job.id)
+    if link is None:
+        return None
+    link.run_id = run.id
+    link.recorded_at = now
+    link.summarized_at = None
+    session.flush()
+    return link
 
 
 def _result_jobs(session: Session, comparison: Comparison, result: ComparisonResult) -> list[Job]:

@@ -1,19 +1,22 @@
 """Evidence runs read after the answer: each pending row's trace parsed with no transaction open.
 
-An upload only links its evidence run (:func:`tracker.diagnosis.evidence_loading.link_evidence_run`);
+An upload only links its evidence run (:func:`tracker.workflows.evidence.link_evidence_run`);
 gunzipping and parsing a trace of several MB inside the upload's write transaction would hold it
-(on SQLite, the database's one write lock) for as long. Here each pending row is read in three
-steps: its log and trace are loaded in a short read session, summarised with no session open, and
-the summary is kept in a short write transaction of its own. One row's failure is logged and
-never stops the others; a trace nothing can read is stored as read without a summary, so it is
-not tried again on every pass. The web layer runs this after answering an upload; the scheduler
-and a scheduler-less server's housekeeping run it too, for what is left.
+(on SQLite, the database's one write lock) for as long. A linked row not read yet is pending
+(:func:`pending_evidence`). :func:`summarize_pending` reads each in three steps: its log and trace
+are loaded in a short read session (:func:`~tracker.diagnosis.evidence_loading.evidence_input`),
+summarised with no session open (:func:`~tracker.diagnosis.evidence_loading.read_evidence`), and
+the summary is kept in a short write transaction of its own (:func:`store_evidence_summary`). One
+row's failure is logged and never stops the others; a trace nothing can read is stored as read
+without a summary, so it is not tried again on every pass. The web layer runs this after
+answering an upload; the scheduler and a scheduler-less server's housekeeping run it too, for what
+is left.
 
 Two readers may parse the same row at once (a follow-up and the scheduler): the row is locked
 and checked when the summary is kept, so it is stored once and the second reading is dropped.
-Each reading is counted before its trace is parsed, so a trace that kills its reader (out of
-memory) is tried :data:`~tracker.diagnosis.evidence_loading.MAX_READ_ATTEMPTS` times, then given
-up, instead of taking the server down on every pass.
+Each reading is counted before its trace is parsed (:func:`begin_reading`), so a trace that kills
+its reader (out of memory) is tried :data:`MAX_READ_ATTEMPTS` times, then given up
+(:func:`give_up_reading`), instead of taking the server down on every pass.
 """
 
 from __future__ import annotations
@@ -21,23 +24,20 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable
+from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db
-from tracker.diagnosis.evidence_loading import (
-    MAX_READ_ATTEMPTS,
-    PENDING_LIMIT,
-    begin_reading,
-    evidence_input,
-    give_up_reading,
-    pending_evidence,
-    read_evidence,
-    store_evidence_summary,
-)
-from tracker.models import utcnow
+from tracker.diagnosis.evidence_loading import EvidenceInput, evidence_input, read_evidence
+from tracker.models import EvidenceJob, utcnow
 
 logger = logging.getLogger(__name__)
+PENDING_LIMIT = 20  # rows read per pass; the next pass (or follow-up) takes the rest
+# Readings a row may begin. One that never ends (its trace killed the reader: out of memory) is
+# counted all the same, so such a trace is tried this many times, then given up, not forever.
+MAX_READ_ATTEMPTS = 3
 
 
 def summarize_pending(
@@ -87,3 +87,62 @@ def _summarize_one(
     summary = read_evidence(item)  # the slow part: no session open
     with db.session_scope(sessions) as session:
         return store_evidence_summary(session=session, item=item, summary=summary, now=clock())
+
+
+# The row's states, each step in its caller's transaction: pending, a reading begun, read or given up.
+
+
+def pending_evidence(*, session: Session, limit: int = PENDING_LIMIT) -> list[int]:
+    """The job ids of the rows whose run is linked and not read yet, oldest first (one indexed query)."""
+    return list(
+        session.scalars(
+            select(EvidenceJob.job_id)
+            .where(EvidenceJob.summarized_at.is_(None), EvidenceJob.run_id.is_not(None))
+            .order_by(EvidenceJob.job_id)
+            .limit(limit)
+        )
+    )
+
+
+def begin_reading(*, session: Session, job_id: int) -> int | None:
+    """Count a reading of a pending row as begun (commit before parsing); the readings so far, or
+    ``None`` when the row is read already or gone. Past :data:`MAX_READ_ATTEMPTS` the caller gives
+    it up (:func:`give_up_reading`) instead of reading it."""
+    link = session.get(EvidenceJob, job_id, with_for_update=True)
+    if link is None or link.summarized_at is not None or link.run_id is None:
+        return None
+    link.read_attempts += 1
+    session.flush()
+    return link.read_attempts
+
+
+def give_up_reading(*, session: Session, job_id: int, now: dt.datetime) -> bool:
+    """Mark a row whose readings never finished as read, without a summary (its side has no
+    evidence); ``False`` when it was read meanwhile."""
+    link = session.get(EvidenceJob, job_id, with_for_update=True)
+    if link is None or link.summarized_at is not None:
+        return False
+    logger.error(
+        "evidence run %s (job %d) given up after %d readings that never finished",
+        link.run_id,
+        job_id,
+        link.read_attempts,
+    )
+    link.summarized_at = now
+    session.flush()
+    return True
+
+
+def store_evidence_summary(
+    *, session: Session, item: EvidenceInput, summary: dict[str, Any] | None, now: dt.datetime
+) -> bool:
+    """Keep what was read from ``item``'s run and mark its row read; ``False`` when the row is gone,
+    was read by someone else meanwhile, or links another run now (the row is read locked)."""
+    link = session.get(EvidenceJob, item.job_id, with_for_update=True)
+    if link is None or link.summarized_at is not None or link.run_id != item.run_id:
+        return False
+    if summary is not None:  # left unset, the column stays SQL NULL (None would store JSON null)
+        link.summary = summary
+    link.summarized_at = now
+    session.flush()
+    return True

@@ -21,13 +21,12 @@ from tracker.detection import bisection
 from tracker.detection.alerts import evaluate_series, load_series_runs
 from tracker.detection.confirmation import settle_confirmation
 from tracker.detection.output_alerts import evaluate_outputs
-from tracker.diagnosis.evidence_loading import link_evidence_run
 from tracker.enums import ComparisonKind, JobReason
 from tracker.github import status as github_status
 from tracker.models import Alert, Candidate, Case, Comparison, HardwareKind, Job, Run
 from tracker.observability.metrics import timed_detection
 from tracker.series import pending
-from tracker.workflows.evidence import queue_culprit_evidence, queue_regression_evidence
+from tracker.workflows.evidence import link_evidence_run, queue_culprit_evidence, queue_regression_evidence
 from tracker.workflows.reruns import requeue_if_flagged
 
 # Jobs whose runs are points of the nightly series (plain commits of the branch).

@@ -20,7 +20,6 @@ from tracker.enums import JobReason
 from tracker.models import Alert, Commit, Job, Run
 from tracker.vcs.history import GitHistory
 from tracker.workflows import jobs as workflow_jobs
-from tracker.workflows.bisections import start_queued_in
 from tracker.workflows.results import store_job_result
 from wire import CommitIn
 
@@ -54,7 +53,7 @@ class FlaggingBench(Bench):
                 limits=LIMITS,
                 now=self.now,
             )
-            start_queued_in(session=self.session, history=self.history, now=self.now)
+            self.follow_ups()
             self.ran.append(job)
         raise AssertionError("the queue did not drain")
 

@@ -22,7 +22,6 @@ from tests.tracker.scheduling.test_housekeeping import scratch_engine  # noqa: F
 from tests.tracker.scheduling.test_service import make_leader
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
-from tracker.diagnosis.evidence_loading import MAX_READ_ATTEMPTS, pending_evidence, summarize_pending_evidence
 from tracker.diagnosis.facts import FindingKind
 from tracker.diagnosis.loading import alert_diagnosis
 from tracker.enums import Arm, BisectionState, JobReason
@@ -34,7 +33,7 @@ from tracker.views.run_files import evidence_of_job
 from tracker.workflows import evidence_reading
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.evidence import queue_culprit_evidence
-from tracker.workflows.evidence_reading import summarize_pending
+from tracker.workflows.evidence_reading import MAX_READ_ATTEMPTS, pending_evidence, summarize_pending
 from tracker.workflows.results import store_job_result
 from wire import JobResultIn
 from wire.files import FileIn
@@ -98,7 +97,9 @@ def sql_null_summaries(session: Session) -> set[int]:
     return set(session.scalars(select(EvidenceJob.job_id).where(EvidenceJob.summary.is_(None))))
 
 
-def test_an_upload_only_links_its_run_and_the_pending_pass_reads_it_once(session: Session) -> None:
+def test_an_upload_only_links_its_run_and_the_pending_pass_reads_it_once(
+    session: Session, sessions: sessionmaker[Session]
+) -> None:
     alert = culprit_alert(session)
     bench = Bench(session)
     links = upload_both(bench)
@@ -115,16 +116,19 @@ def test_an_upload_only_links_its_run_and_the_pending_pass_reads_it_once(session
     assert shown.being_read
 
     later = uploaded_at + dt.timedelta(seconds=5)
-    assert summarize_pending_evidence(session=session, now=later) == 2
+    session.flush()
+    # As the service does it: a session per step, no transaction held while a trace is parsed.
+    assert summarize_pending(sessions=sessions, clock=lambda: later) == 2
+    session.expire_all()
     for link in links.values():
-        session.refresh(link)
+        assert link.read_attempts == 1
         assert link.summarized_at == later
         assert link.recorded_at is not None
         assert link.recorded_at <= uploaded_at
         assert link.summary is not None
         assert link.summary["trace_error"] is None
     assert pending_evidence(session=session) == []
-    assert summarize_pending_evidence(session=session, now=later) == 0  # once
+    assert summarize_pending(sessions=sessions, clock=lambda: later) == 0  # once
     kinds = [finding.kind for finding in alert_diagnosis(session=session, alert=alert)]
     assert FindingKind.GRAPH_BREAK in kinds
     assert FindingKind.OPERATOR in kinds
@@ -133,12 +137,15 @@ def test_an_upload_only_links_its_run_and_the_pending_pass_reads_it_once(session
     assert not shown.being_read
 
 
-def test_a_failed_evidence_run_is_marked_read_without_a_summary(session: Session) -> None:
+def test_a_failed_evidence_run_is_marked_read_without_a_summary(
+    session: Session, sessions: sessionmaker[Session]
+) -> None:
     culprit_alert(session)
     links = upload_both(Bench(session), {Arm.BASE: None})
-    assert summarize_pending_evidence(session=session, now=utcnow()) == 2
+    session.flush()
+    assert summarize_pending(sessions=sessions) == 2
     base, head = links[Arm.BASE], links[Arm.HEAD]
-    session.refresh(base)
+    session.expire_all()
     assert base.summarized_at is not None
     assert sql_null_summaries(session) == {base.job_id}
     assert head.summary is not None
@@ -207,7 +214,7 @@ def test_a_trace_whose_readings_never_finish_is_given_up_after_three(
         assert (first.read_attempts, first.summarized_at) == (attempt, None)
     # The first row is given up; the second is read next, and kills its reader.
     with (
-        caplog.at_level(logging.ERROR, logger="tracker.diagnosis.evidence_loading"),
+        caplog.at_level(logging.ERROR, logger="tracker.workflows.evidence_reading"),
         pytest.raises(ReaderKilled),
     ):
         summarize_pending(sessions=sessions)
