@@ -22,8 +22,10 @@ router = APIRouter(prefix="/alerts", tags=["alerts"])
 
 
 def _detail(session: Session, alert: Alert) -> AlertDetailOut:
-    return AlertDetailOut.detail(
-        alert, confirmation_of(session=session, alert=alert), alert_diagnosis(session=session, alert=alert)
+    return AlertDetailOut.of(
+        alert,
+        alert_diagnosis(session=session, alert=alert),
+        confirmation=confirmation_of(session=session, alert=alert),
     )
 
 
@@ -124,4 +126,4 @@ def run_sweep(session: WriteSessionDep, follow_ups: FollowUpsDep, _t: AdminToken
     report = sweep(session=session, now=utcnow())
     session.commit()
     follow_ups.start_bisections()
-    return SweepOut(series=report.series, alerts=[AlertOut.of(alert) for alert in report.alerts_touched])
+    return SweepOut.of(report)

@@ -16,13 +16,13 @@ router = APIRouter(prefix="/cases", tags=["cases"])
 @router.get("", response_model=list[CaseOut])
 def list_cases(session: SessionDep) -> list[CaseOut]:
     """Every current case with its parameters, flags, hardware and thresholds."""
-    return [CaseOut.model_validate(case) for case in list_current_cases(session=session)]
+    return [CaseOut.of(case) for case in list_current_cases(session=session)]
 
 
 @router.get("/{slug}", response_model=CaseOut, responses=errors(404, 422, notes={404: "No such case"}))
 def get_case(slug: str, session: SessionDep) -> CaseOut:
     """One case by slug."""
     try:
-        return CaseOut.model_validate(get_current_case(session=session, slug=slug))
+        return CaseOut.of(get_current_case(session=session, slug=slug))
     except InvalidInput as error:
         raise NotFound(error.message) from None

@@ -16,8 +16,8 @@ from tracker.queue.claims import claimable
 from tracker.queue.runners import claiming_runner
 from tracker.workflows import jobs as workflow_jobs
 from web.deps import RunnerSecretDep, get_state
-from web.schemas import job_spec_out
 from web.schemas.errors import NOT_THIS_RUNNER, RUNNER, errors
+from web.schemas.runner_protocol import job_spec_out
 from web.state import AppState
 from wire import JobSpecOut
 

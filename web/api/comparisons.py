@@ -62,7 +62,7 @@ def request_comparison(
         command=body.command,
     )
     session.commit()
-    return ComparisonDetailOut.of_view(comparison_view(session=session, comparison_id=comparison.id))
+    return ComparisonDetailOut.of(comparison_view(session=session, comparison_id=comparison.id))
 
 
 @comparisons.get("", response_model=list[ComparisonOut], responses=errors(422))
@@ -94,7 +94,7 @@ def read_comparison(comparison_id: ComparisonId, session: SessionDep) -> Compari
     """One comparison: per case × hardware the verdict, change, interval, threshold, rounds, head's
     output against base's and, once there is a verdict, the diagnosis (why head differs from base)."""
     view = comparison_view(session=session, comparison_id=comparison_id)
-    return ComparisonDetailOut.of_view(
+    return ComparisonDetailOut.of(
         view,
         comparison_diagnoses(session=session, view=view),
         output_runs(session=session, comparison_ids=[comparison_id]),
@@ -113,9 +113,7 @@ def cancel(
     cancel_comparison(session=session, comparison_id=comparison_id, reason=f"cancelled by {token.name}")
     session.commit()
     view = comparison_view(session=session, comparison_id=comparison_id)
-    return ComparisonDetailOut.of_view(
-        view, outputs=output_runs(session=session, comparison_ids=[comparison_id])
-    )
+    return ComparisonDetailOut.of(view, outputs=output_runs(session=session, comparison_ids=[comparison_id]))
 
 
 @calibrations.post(
@@ -142,7 +140,7 @@ def request_calibration(
         requested_by=token.name,
     )
     session.commit()
-    return ComparisonDetailOut.of_view(comparison_view(session=session, comparison_id=comparison.id))
+    return ComparisonDetailOut.of(comparison_view(session=session, comparison_id=comparison.id))
 
 
 @calibrations.get("", response_model=list[CalibrationOut], responses=errors(422))

@@ -14,4 +14,4 @@ router = APIRouter(prefix="/hardware", tags=["hardware"])
 @router.get("", response_model=list[HardwareOut])
 def list_hardware(session: SessionDep) -> list[HardwareOut]:
     """Every hardware kind perftrack knows."""
-    return [HardwareOut.model_validate(kind) for kind in list_hardware_kinds(session=session)]
+    return [HardwareOut.of(kind) for kind in list_hardware_kinds(session=session)]

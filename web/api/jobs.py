@@ -21,9 +21,10 @@ from tracker.workflows.results import store_job_result
 from web.batches import batch_out, job_ids_sent
 from web.deps import AdminTokenDep, RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.followups import FollowUpsDep
-from web.schemas import EnqueueIn, EnqueueOut, JobOut, job_out
+from web.schemas import EnqueueIn, EnqueueOut, JobOut
 from web.schemas.errors import ADMIN, BODY, NOT_THIS_RUNNER, RUNNER, errors
 from web.schemas.params import JobId
+from web.schemas.runner_protocol import lease_out, result_created
 from wire import (
     MAX_BATCH_ITEMS,
     AttemptIn,
@@ -79,7 +80,7 @@ def enqueue(
     session.commit()
     if not outcome.created:
         response.status_code = status.HTTP_200_OK
-    return EnqueueOut(job=job_out(outcome.job), created=outcome.created)
+    return EnqueueOut.of(outcome)
 
 
 @router.get("", response_model=list[JobOut], responses=errors(422))
@@ -100,7 +101,7 @@ def list_queue(
     jobs = list_jobs(
         session=session, state=chosen_state, hardware=kind, limit=min(limit, settings.max_page_size)
     )
-    return [job_out(job) for job in jobs]
+    return [JobOut.of(job) for job in jobs]
 
 
 @router.post(
@@ -150,7 +151,7 @@ def upload_results(
 @router.get("/{job_id}", response_model=JobOut, responses=errors(404, 422, notes={404: "No such job"}))
 def read_job(job_id: JobId, session: SessionDep) -> JobOut:
     """One job with its attempt history."""
-    return job_out(get_job(session=session, job_id=job_id))
+    return JobOut.of(get_job(session=session, job_id=job_id))
 
 
 @router.post(
@@ -183,8 +184,7 @@ def beat(
         lease=dt.timedelta(seconds=settings.lease_seconds),
     )
     session.commit()
-    assert job.lease_expires_at is not None
-    return LeaseOut(job_id=job.id, attempt=job.attempts, lease_expires_at=job.lease_expires_at)
+    return lease_out(job)
 
 
 @router.post(
@@ -226,15 +226,7 @@ def upload_result(
     follow_ups.summarize_evidence()  # an evidence run's trace is read after the answer, never in it
     if not outcome.created:
         response.status_code = status.HTTP_200_OK
-    run = outcome.run
-    return ResultCreated(
-        run_id=run.id,
-        created=outcome.created,
-        status=run.status.value,
-        denoise_step_ms=run.denoise_step_ms,
-        url=f"/runs/{run.id}",
-        warnings=list(outcome.warnings),
-    )
+    return result_created(outcome)
 
 
 @router.post(
@@ -260,7 +252,7 @@ def release(
     owner = acting_runner(session=session, token=token, name=runner)
     job = release_job(session=session, runner=owner, job_id=job_id, attempt=body.attempt, reason=body.reason)
     session.commit()
-    return job_out(job)
+    return JobOut.of(job)
 
 
 @router.post(
@@ -273,4 +265,4 @@ def cancel(job_id: JobId, session: WriteSessionDep, token: AdminTokenDep, follow
     job = workflow_jobs.cancel(session=session, job_id=job_id, reason=f"cancelled by {token.name}")
     session.commit()
     follow_ups.start_bisections()
-    return job_out(job)
+    return JobOut.of(job)

@@ -2,123 +2,14 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
 
-from tracker.detection.output_alerts import alert_kind, output_alert_view
-from tracker.scheduling.summary import NightlyRunView, nightly_summary
+from tracker.scheduling.summary import nightly_summary
 from web.deps import SessionDep
-from web.schemas.diagnosis import FindingOut, findings_out
 from web.schemas.errors import errors
-
-
-class NightlyAlertOut(BaseModel):
-    """An alert created after a nightly run (and before the next one)."""
-
-    id: int
-    url: str
-    case: str
-    hardware: str
-    direction: str
-    change_pct: float
-    kind: str = Field(default="speed", description="output (the seeded output changed) or speed")
-    output_summary: str = Field(
-        default="", description='output alerts: e.g. "output changed: PSNR 27.1 dB, …"'
-    )
-    status: str
-    created_at: dt.datetime
-    diagnosis: list[FindingOut] = Field(
-        default_factory=list, description="why it changed, most telling first (see GET /api/v1/alerts/{id})"
-    )
-
-
-class NightlyFailedJobOut(BaseModel):
-    """A nightly job that failed."""
-
-    job_id: int
-    url: str
-    case: str
-    hardware: str
-    reason: str
-
-
-class NightlyRunOut(BaseModel):
-    """One firing of a schedule."""
-
-    id: int
-    schedule: str
-    fired_at: dt.datetime
-    scheduled_for: dt.datetime | None
-    branch: str
-    commit_sha: str | None
-    commit_title: str
-    commit_url: str | None
-    ok: bool = Field(description="no error and no failed job")
-    error: str | None
-    jobs_queued: int
-    jobs_existing: int = Field(description="series already measured or queued for this commit")
-    jobs_by_state: dict[str, int]
-    backfilled: list[str] = Field(description="older commits queued as backfill")
-    failed_jobs: list[NightlyFailedJobOut]
-    alerts: list[NightlyAlertOut] = Field(description="alerts created since this run, newest first")
-
-    @classmethod
-    def of(cls, view: NightlyRunView) -> NightlyRunOut:
-        """From the summary view."""
-        run = view.run
-        return cls(
-            id=run.id,
-            schedule=run.schedule,
-            fired_at=run.fired_at,
-            scheduled_for=run.scheduled_for,
-            branch=run.branch,
-            commit_sha=run.commit_sha,
-            commit_title=view.commit_title,
-            commit_url=f"/commits/{run.commit_sha}" if run.commit_sha else None,
-            ok=view.ok,
-            error=run.error,
-            jobs_queued=run.jobs_queued,
-            jobs_existing=run.jobs_existing,
-            jobs_by_state=view.jobs_by_state,
-            backfilled=[str(sha) for sha in run.backfilled],
-            failed_jobs=[
-                NightlyFailedJobOut(
-                    job_id=job.job_id,
-                    url=f"/jobs?id={job.job_id}",
-                    case=job.case_slug,
-                    hardware=job.hardware,
-                    reason=job.reason,
-                )
-                for job in view.failed_jobs
-            ],
-            alerts=[
-                NightlyAlertOut(
-                    id=alert.id,
-                    url=f"/alerts/{alert.id}",
-                    case=alert.case.slug,
-                    hardware=alert.hardware_kind.name,
-                    direction=alert.direction.value,
-                    change_pct=alert.change_pct,
-                    kind=alert_kind(alert),
-                    output_summary=output.summary if (output := output_alert_view(alert)) else "",
-                    status=alert.status.value,
-                    created_at=alert.created_at,
-                    diagnosis=findings_out(view.diagnoses.get(alert.id, [])),
-                )
-                for alert in view.alerts
-            ],
-        )
-
-
-class NightlyScheduleOut(BaseModel):
-    """A schedule's latest runs, newest first."""
-
-    schedule: str
-    runs: list[NightlyRunOut]
-
+from web.schemas.nightly import NightlyScheduleOut
 
 router = APIRouter(prefix="/nightly", tags=["nightly"])
 
@@ -129,6 +20,5 @@ def read_nightly(
 ) -> list[NightlyScheduleOut]:
     """The latest runs of every schedule: what ran, what failed, which alerts followed."""
     return [
-        NightlyScheduleOut(schedule=summary.schedule, runs=[NightlyRunOut.of(view) for view in summary.runs])
-        for summary in nightly_summary(session=session, runs_per_schedule=runs)
+        NightlyScheduleOut.of(summary) for summary in nightly_summary(session=session, runs_per_schedule=runs)
     ]

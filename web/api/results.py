@@ -13,6 +13,7 @@ from web.batches import batch_out
 from web.deps import RunnerTokenDep, SettingsDep, WriteSessionDep
 from web.followups import FollowUpsDep
 from web.schemas.errors import BODY, RUNNER, errors
+from web.schemas.runner_protocol import result_created
 from wire import MAX_BATCH_ITEMS, BatchOut, ResultBatchIn, ResultCreated, ResultIn
 
 router = APIRouter(prefix="/results", tags=["results"])
@@ -56,15 +57,7 @@ def post_result(
     follow_ups.start_bisections()
     if not outcome.created:
         response.status_code = status.HTTP_200_OK
-    run = outcome.run
-    return ResultCreated(
-        run_id=run.id,
-        created=outcome.created,
-        status=str(run.status),
-        denoise_step_ms=run.denoise_step_ms,
-        url=f"/runs/{run.id}",
-        warnings=list(outcome.warnings),
-    )
+    return result_created(outcome)
 
 
 @router.post(

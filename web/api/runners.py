@@ -9,8 +9,8 @@ from fastapi import APIRouter
 from tracker.catalog.cases import get_hardware_kind
 from tracker.queue.runners import list_runners, register_runner
 from web.deps import RunnerTokenDep, SessionDep, SettingsDep, WriteSessionDep
-from web.schemas import runner_out
 from web.schemas.errors import BODY, RUNNER, errors
+from web.schemas.runner_protocol import runner_out
 from wire import RunnerIn, RunnerOut
 
 router = APIRouter(prefix="/runners", tags=["runners"])

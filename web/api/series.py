@@ -30,7 +30,7 @@ def get_series(
 ) -> SeriesOut:
     """Series points ordered by commit time, each with run id, commit, value and change vs the previous."""
     cap = min(limit or settings.series_default_limit, settings.max_page_size)
-    return SeriesOut.model_validate(
+    return SeriesOut.of(
         series(session=session, case_slug=case, hardware=hardware, metric=parse_metric(metric), limit=cap)
     )
 

@@ -162,8 +162,10 @@ def _chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
 def alert_page(request: Request, alert_id: AlertId, session: SessionDep, web: WebSessionDep) -> Response:
     """One alert: the numbers, why it changed, the chart around the change, bisection, history, triage."""
     alert = get_alert(session=session, alert_id=alert_id)
-    detail = AlertDetailOut.detail(
-        alert, confirmation_of(session=session, alert=alert), alert_diagnosis(session=session, alert=alert)
+    detail = AlertDetailOut.of(
+        alert,
+        alert_diagnosis(session=session, alert=alert),
+        confirmation=confirmation_of(session=session, alert=alert),
     )
     allowed = TRANSITIONS[alert.status]
     return templates.TemplateResponse(

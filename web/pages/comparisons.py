@@ -113,7 +113,7 @@ def comparison_page(request: Request, comparison_id: ComparisonId, session: Sess
     """One comparison: the PR table per hardware, head's output against base's (both thumbnails), why
     results changed, per-round charts, candidates, Markdown to copy."""
     view = comparison_view(session=session, comparison_id=comparison_id)
-    detail = ComparisonDetailOut.of_view(
+    detail = ComparisonDetailOut.of(
         view,
         comparison_diagnoses(session=session, view=view),
         output_runs(session=session, comparison_ids=[comparison_id]),

@@ -15,7 +15,7 @@ from web.schemas.comparisons import (
     RoundOut,
 )
 from web.schemas.health import Health
-from web.schemas.jobs import EnqueueIn, EnqueueOut, JobOut, job_out, job_spec_out, runner_out
+from web.schemas.jobs import EnqueueIn, EnqueueOut, JobOut
 from web.schemas.runs import PatchOut, RunOut, StageOut
 from web.schemas.series import SeriesChartOut, SeriesOut, SeriesPointOut
 
@@ -44,7 +44,4 @@ __all__ = [
     "SeriesOut",
     "SeriesPointOut",
     "StageOut",
-    "job_out",
-    "job_spec_out",
-    "runner_out",
 ]

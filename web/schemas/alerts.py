@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -13,10 +13,11 @@ from tracker.detection.bisection import bisection_view
 from tracker.detection.output_alerts import alert_kind, output_alert_view
 from tracker.detection.triage import alert_state
 from tracker.diagnosis.facts import Finding
-from tracker.models import Alert
+from tracker.models import Alert, AlertEvent, Commit
+from tracker.workflows.sweep import SweepReport
 from web.schemas.commits import CommitOut
 from web.schemas.comparisons import RoundOut
-from web.schemas.diagnosis import FindingOut, findings_out
+from web.schemas.diagnosis import FindingOut
 from web.schemas.params import InModel
 
 
@@ -28,6 +29,17 @@ class AlertEventOut(BaseModel):
     actor: str
     reason: str
     at: dt.datetime
+
+    @classmethod
+    def of(cls, event: AlertEvent) -> AlertEventOut:
+        """From the ORM object."""
+        return cls(
+            from_status=event.from_status.value if event.from_status else None,
+            to_status=event.to_status.value,
+            actor=event.actor,
+            reason=event.reason,
+            at=event.created_at,
+        )
 
 
 class BisectionStepOut(BaseModel):
@@ -41,6 +53,20 @@ class BisectionStepOut(BaseModel):
     job_id: int | None
     comparison_id: int | None = Field(description="paired rounds that called this step, if one run could not")
     note: str
+
+    @classmethod
+    def of(cls, step: Mapping[str, Any]) -> BisectionStepOut:
+        """From one step of :func:`tracker.detection.bisection.bisection_view`."""
+        return cls(
+            position=step["position"],
+            commit_sha=step["commit_sha"],
+            commit_title=step["commit_title"],
+            value_ms=step["value_ms"],
+            outcome=step["outcome"],
+            job_id=step["job_id"],
+            comparison_id=step["comparison_id"],
+            note=step["note"],
+        )
 
 
 class PairedConfirmationOut(BaseModel):
@@ -62,7 +88,7 @@ class PairedConfirmationOut(BaseModel):
     rounds: list[RoundOut]
 
     @classmethod
-    def of_view(cls, view: ComparisonView) -> PairedConfirmationOut | None:
+    def of(cls, view: ComparisonView) -> PairedConfirmationOut | None:
         """From a confirmation comparison's read model (its one result)."""
         if not view.results:
             return None
@@ -144,38 +170,7 @@ class AlertOut(BaseModel):
     @classmethod
     def of(cls, alert: Alert, diagnosis: Sequence[Finding] = ()) -> AlertOut:
         """From the ORM object, with its diagnosis."""
-
-        def commit(value: Any) -> CommitOut | None:
-            return CommitOut.model_validate(value) if value is not None else None
-
-        return cls(
-            id=alert.id,
-            url=f"/alerts/{alert.id}",
-            case=alert.case.slug,
-            hardware=alert.hardware_kind.name,
-            metric=alert.metric.value,
-            kind=alert_kind(alert),
-            output=AlertOutputOut.of(alert),
-            direction=alert.direction.value,
-            state=alert_state(alert),
-            status=alert.status.value,
-            confirmation=alert.confirmation.value,
-            last_good_commit=commit(alert.last_good_commit),
-            first_bad_commit=CommitOut.model_validate(alert.first_bad_commit),
-            culprit_commit=commit(alert.culprit_commit),
-            fixed_by_commit=commit(alert.fixed_by_commit),
-            before_ms=alert.before_value,
-            after_ms=alert.after_value,
-            change_pct=alert.change_pct,
-            threshold_pct=alert.threshold_pct,
-            noise_pct=alert.noise_pct,
-            p_value=alert.p_value,
-            single_run_basis=alert.single_run_basis,
-            bisection_state=alert.bisection_state.value if alert.bisection_state else None,
-            created_at=alert.created_at,
-            updated_at=alert.updated_at,
-            diagnosis=findings_out(diagnosis),
-        )
+        return cls(**_alert_fields(alert, diagnosis))
 
 
 class AlertDetailOut(AlertOut):
@@ -189,26 +184,53 @@ class AlertDetailOut(AlertOut):
     evidence: dict[str, Any]
 
     @classmethod
-    def detail(
-        cls, alert: Alert, confirmation: ComparisonView | None = None, diagnosis: Sequence[Finding] = ()
+    def of(
+        cls, alert: Alert, diagnosis: Sequence[Finding] = (), *, confirmation: ComparisonView | None = None
     ) -> AlertDetailOut:
         """From the ORM object, with events, steps, the confirmation's rounds and the diagnosis."""
         return cls(
-            **AlertOut.of(alert, diagnosis).model_dump(),
-            paired_confirmation=PairedConfirmationOut.of_view(confirmation) if confirmation else None,
-            events=[
-                AlertEventOut(
-                    from_status=event.from_status.value if event.from_status else None,
-                    to_status=event.to_status.value,
-                    actor=event.actor,
-                    reason=event.reason,
-                    at=event.created_at,
-                )
-                for event in alert.events
-            ],
-            bisection_steps=[BisectionStepOut(**step) for step in bisection_view(alert)],
+            **_alert_fields(alert, diagnosis),
+            paired_confirmation=PairedConfirmationOut.of(confirmation) if confirmation else None,
+            events=[AlertEventOut.of(event) for event in alert.events],
+            bisection_steps=[BisectionStepOut.of(step) for step in bisection_view(alert)],
             evidence=dict(alert.evidence),
         )
+
+
+def _alert_fields(alert: Alert, diagnosis: Sequence[Finding]) -> dict[str, Any]:
+    """The fields of :class:`AlertOut`, which :class:`AlertDetailOut` shows too."""
+
+    def commit(value: Commit | None) -> CommitOut | None:
+        return CommitOut.of(value) if value is not None else None
+
+    return {
+        "id": alert.id,
+        "url": f"/alerts/{alert.id}",
+        "case": alert.case.slug,
+        "hardware": alert.hardware_kind.name,
+        "metric": alert.metric.value,
+        "kind": alert_kind(alert),
+        "output": AlertOutputOut.of(alert),
+        "direction": alert.direction.value,
+        "state": alert_state(alert),
+        "status": alert.status.value,
+        "confirmation": alert.confirmation.value,
+        "last_good_commit": commit(alert.last_good_commit),
+        "first_bad_commit": CommitOut.of(alert.first_bad_commit),
+        "culprit_commit": commit(alert.culprit_commit),
+        "fixed_by_commit": commit(alert.fixed_by_commit),
+        "before_ms": alert.before_value,
+        "after_ms": alert.after_value,
+        "change_pct": alert.change_pct,
+        "threshold_pct": alert.threshold_pct,
+        "noise_pct": alert.noise_pct,
+        "p_value": alert.p_value,
+        "single_run_basis": alert.single_run_basis,
+        "bisection_state": alert.bisection_state.value if alert.bisection_state else None,
+        "created_at": alert.created_at,
+        "updated_at": alert.updated_at,
+        "diagnosis": [FindingOut.of(finding) for finding in diagnosis],
+    }
 
 
 class TriageIn(InModel):
@@ -223,3 +245,8 @@ class SweepOut(BaseModel):
 
     series: int
     alerts: list[AlertOut]
+
+    @classmethod
+    def of(cls, report: SweepReport) -> SweepOut:
+        """From the sweep's report: the alerts it created or changed, without their diagnosis."""
+        return cls(series=report.series, alerts=[AlertOut.of(alert) for alert in report.alerts_touched])

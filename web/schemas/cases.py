@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel
 
-from tracker.models import CaseHardware
+from tracker.models import Case, CaseHardware, HardwareKind
 
 
 class HardwareOut(BaseModel):
     """A hardware kind."""
 
-    model_config = ConfigDict(from_attributes=True)
-
     name: str
     description: str
+
+    @classmethod
+    def of(cls, kind: HardwareKind) -> HardwareOut:
+        """From the ORM object."""
+        return cls(name=kind.name, description=kind.description)
 
 
 class CaseHardwareOut(BaseModel):
@@ -34,14 +37,12 @@ class CaseHardwareOut(BaseModel):
 class CaseOut(BaseModel):
     """The current version of a benchmark case."""
 
-    model_config = ConfigDict(from_attributes=True)
-
     slug: str
     version: int
     suite: str
     title: str
     model: str
-    family: str = Field(validation_alias="model_family")
+    family: str
     task: str
     workload: str
     mode: str
@@ -52,8 +53,23 @@ class CaseOut(BaseModel):
     params: dict[str, Any]
     flags: dict[str, Any]
 
-    @field_validator("hardware", mode="before")
     @classmethod
-    def _with_thresholds(cls, hardware: Any) -> Any:
-        """A case's hardware rows, each with the threshold that applies on it."""
-        return [CaseHardwareOut.of(entry) if isinstance(entry, CaseHardware) else entry for entry in hardware]
+    def of(cls, case: Case) -> CaseOut:
+        """From the ORM object, each hardware kind with the threshold that applies on it."""
+        return cls(
+            slug=case.slug,
+            version=case.version,
+            suite=case.suite,
+            title=case.title,
+            model=case.model,
+            family=case.model_family,
+            task=case.task,
+            workload=case.workload.value,
+            mode=case.mode.value,
+            num_gpus=case.num_gpus,
+            requests=case.requests,
+            threshold_pct=case.threshold_pct,
+            hardware=[CaseHardwareOut.of(entry) for entry in case.hardware],
+            params=case.params,
+            flags=case.flags,
+        )

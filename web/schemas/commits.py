@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
+
+from tracker.models import Commit
 
 
 class CommitOut(BaseModel):
     """A commit as series and runs show it."""
 
-    # Read off a :class:`tracker.models.Commit`; also from a mapping that uses the field names.
-    model_config = ConfigDict(from_attributes=True, validate_by_name=True)
-
     sha: str
     title: str
-    author: str = Field(validation_alias="author_name")
+    author: str
     committed_at: dt.datetime
     committed_at_estimated: bool
+
+    @classmethod
+    def of(cls, commit: Commit) -> CommitOut:
+        """From the ORM object."""
+        return cls(
+            sha=commit.sha,
+            title=commit.title,
+            author=commit.author_name,
+            committed_at=commit.committed_at,
+            committed_at_estimated=commit.committed_at_estimated,
+        )

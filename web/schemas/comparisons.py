@@ -14,7 +14,7 @@ from tracker.comparisons.output_checks import OutputRuns, ResultKey, result_key
 from tracker.comparisons.summary import ArmView, ComparisonView, ResultView, RoundView
 from tracker.diagnosis.facts import Finding
 from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
-from web.schemas.diagnosis import FindingOut, findings_out
+from web.schemas.diagnosis import FindingOut
 from web.schemas.output_checks import OutputCheckOut
 from web.schemas.params import MAX_INT32, InModel
 from wire import PatchRefs, Sha
@@ -135,8 +135,10 @@ class RoundOut(BaseModel):
         )
 
 
-class ComparisonResultOut(BaseModel):
-    """The verdict for one case on one hardware kind (values are ms per denoise step)."""
+class _ResultFields(BaseModel):
+    """The fields of a result, with or without its rounds: the detail is built from a read model,
+    not from the row the summary is built from, so the two share fields instead of one extending the
+    other (each then has one ``of``, taking what it is built from)."""
 
     case: str
     hardware: str
@@ -160,13 +162,17 @@ class ComparisonResultOut(BaseModel):
     note: str
     updated_at: dt.datetime | None
 
+
+class ComparisonResultOut(_ResultFields):
+    """The verdict for one case on one hardware kind (values are ms per denoise step)."""
+
     @classmethod
     def of(cls, result: ComparisonResult, runs: OutputRuns | None = None) -> ComparisonResultOut:
         """From the ORM object (and the runs whose outputs it compared)."""
         return cls(**_result_fields(result, runs or OutputRuns()))
 
 
-class ComparisonResultDetailOut(ComparisonResultOut):
+class ComparisonResultDetailOut(_ResultFields):
     """A result with its rounds and, once it has a verdict, its diagnosis."""
 
     rounds: list[RoundOut]
@@ -178,19 +184,20 @@ class ComparisonResultDetailOut(ComparisonResultOut):
     )
 
     @classmethod
-    def of_view(
+    def of(
         cls, view: ResultView, diagnosis: Sequence[Finding] = (), runs: OutputRuns | None = None
     ) -> ComparisonResultDetailOut:
         """From the read model (and the result's diagnosis and output runs, if read)."""
         return cls(
             **_result_fields(view.result, runs or OutputRuns()),
             rounds=[RoundOut.of(item) for item in view.rounds],
-            diagnosis=findings_out(diagnosis),
+            diagnosis=[FindingOut.of(finding) for finding in diagnosis],
         )
 
 
-class ComparisonOut(BaseModel):
-    """A comparison and its per case × hardware results."""
+class _ComparisonFields(BaseModel):
+    """The fields of a comparison, whichever shape its results take (shared as :class:`_ResultFields`
+    are)."""
 
     id: int
     state: str
@@ -214,6 +221,11 @@ class ComparisonOut(BaseModel):
         'inconclusive, or with an output changed beyond tolerance "faster, but the output changed", '
         '"slower, and the output changed", "output changed"'
     )
+
+
+class ComparisonOut(_ComparisonFields):
+    """A comparison and its per case × hardware results."""
+
     results: list[ComparisonResultOut]
 
     @classmethod
@@ -231,13 +243,13 @@ class ComparisonOut(BaseModel):
         )
 
 
-class ComparisonDetailOut(ComparisonOut):
+class ComparisonDetailOut(_ComparisonFields):
     """A comparison with every result's rounds."""
 
-    results: list[ComparisonResultDetailOut]  # type: ignore[assignment]
+    results: list[ComparisonResultDetailOut]
 
     @classmethod
-    def of_view(
+    def of(
         cls,
         view: ComparisonView,
         diagnoses: Mapping[tuple[int, int], Sequence[Finding]] | None = None,
@@ -249,7 +261,7 @@ class ComparisonDetailOut(ComparisonOut):
         return cls(
             **_comparison_fields(view.comparison),
             results=[
-                ComparisonResultDetailOut.of_view(
+                ComparisonResultDetailOut.of(
                     result,
                     found.get((result.result.case_id, result.result.hardware_kind_id), ()),
                     (outputs or {}).get(result_key(result.result)),

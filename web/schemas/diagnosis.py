@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -21,8 +20,3 @@ class FindingOut(BaseModel):
     def of(cls, finding: Finding) -> FindingOut:
         """From the tracker's finding."""
         return cls(kind=finding.kind.value, summary=finding.summary, detail=dict(finding.detail))
-
-
-def findings_out(findings: Iterable[Finding]) -> list[FindingOut]:
-    """Findings in their order, most telling first."""
-    return [FindingOut.of(finding) for finding in findings]

@@ -6,37 +6,46 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import AliasPath, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field
 
-from tracker.ingest.conditions import RunConditions, conditions_from_environment
-from tracker.models import Run, RunOutput
+from tracker.ingest.conditions import (
+    CpuConditions,
+    GpuSnapshot,
+    RunConditions,
+    conditions_from_environment,
+)
+from tracker.models import CandidatePatch, Run, RunOutput, RunOutputFrame, RunStage
 from web.schemas.commits import CommitOut
 
 
 class StageOut(BaseModel):
     """One stage time."""
 
-    model_config = ConfigDict(from_attributes=True)
-
     name: str
     duration_ms: float
+
+    @classmethod
+    def of(cls, stage: RunStage) -> StageOut:
+        """From the ORM object."""
+        return cls(name=stage.name, duration_ms=stage.duration_ms)
 
 
 class PatchOut(BaseModel):
     """A patch of a candidate."""
-
-    model_config = ConfigDict(from_attributes=True)
 
     position: int
     kind: str
     ref: str
     pr_number: int | None
 
+    @classmethod
+    def of(cls, patch: CandidatePatch) -> PatchOut:
+        """From the ORM object."""
+        return cls(position=patch.position, kind=patch.kind.value, ref=patch.ref, pr_number=patch.pr_number)
+
 
 class CpuConditionsOut(BaseModel):
     """What the whole CPU did while the benchmark ran; cores are CPU-seconds per second."""
-
-    model_config = ConfigDict(from_attributes=True)
 
     cpu_count: int
     other_cores: float
@@ -47,17 +56,23 @@ class CpuConditionsOut(BaseModel):
     loadavg_after: list[float]
     window_s: float | None
 
-    @field_validator("other_share_pct")
     @classmethod
-    def _one_decimal(cls, value: float) -> float:
-        """The share to one decimal."""
-        return round(value, 1)
+    def of(cls, cpu: CpuConditions) -> CpuConditionsOut:
+        """From what the runner recorded; the share to one decimal."""
+        return cls(
+            cpu_count=cpu.cpu_count,
+            other_cores=cpu.other_cores,
+            other_share_pct=round(cpu.other_share_pct, 1),
+            steal_pct=cpu.steal_pct,
+            benchmark_cores=cpu.benchmark_cores,
+            loadavg_before=list(cpu.loadavg_before),
+            loadavg_after=list(cpu.loadavg_after),
+            window_s=cpu.window_s,
+        )
 
 
 class GpuSnapshotOut(BaseModel):
     """One GPU before or after the run."""
-
-    model_config = ConfigDict(from_attributes=True)
 
     when: str
     index: int | None
@@ -67,15 +82,35 @@ class GpuSnapshotOut(BaseModel):
     throttle_reasons: list[str]
     throttling: list[str]
 
+    @classmethod
+    def of(cls, gpu: GpuSnapshot) -> GpuSnapshotOut:
+        """From what the runner recorded."""
+        return cls(
+            when=gpu.when,
+            index=gpu.index,
+            sm_clock_mhz=gpu.sm_clock_mhz,
+            max_sm_clock_mhz=gpu.max_sm_clock_mhz,
+            temperature_c=gpu.temperature_c,
+            throttle_reasons=list(gpu.throttle_reasons),
+            throttling=list(gpu.throttling),
+        )
+
 
 class ConditionsOut(BaseModel):
     """The conditions a run was measured under (what the runner recorded) and the probes that failed."""
 
-    model_config = ConfigDict(from_attributes=True)
-
     cpu: CpuConditionsOut | None
     gpus: list[GpuSnapshotOut]
     errors: list[str]
+
+    @classmethod
+    def of(cls, conditions: RunConditions) -> ConditionsOut:
+        """From what the runner recorded."""
+        return cls(
+            cpu=CpuConditionsOut.of(conditions.cpu) if conditions.cpu is not None else None,
+            gpus=[GpuSnapshotOut.of(gpu) for gpu in conditions.gpus],
+            errors=list(conditions.errors),
+        )
 
 
 class OutputReferenceOut(BaseModel):
@@ -86,6 +121,17 @@ class OutputReferenceOut(BaseModel):
     width: int
     height: int
     url: str
+
+    @classmethod
+    def of(cls, frame: RunOutputFrame) -> OutputReferenceOut:
+        """From the stored frame; its PNG is served by ``GET /api/v1/runs/{id}/output/{position}.png``."""
+        return cls(
+            position=frame.position,
+            frame_index=frame.frame_index,
+            width=frame.width,
+            height=frame.height,
+            url=f"/api/v1/runs/{frame.run_id}/output/{frame.position}.png",
+        )
 
 
 class OutputOut(BaseModel):
@@ -109,16 +155,7 @@ class OutputOut(BaseModel):
             height=output.height,
             frame_count=output.frame_count,
             file_name=output.file_name,
-            references=[
-                OutputReferenceOut(
-                    position=frame.position,
-                    frame_index=frame.frame_index,
-                    width=frame.width,
-                    height=frame.height,
-                    url=f"/api/v1/runs/{output.run_id}/output/{frame.position}.png",
-                )
-                for frame in output.frames
-            ],
+            references=[OutputReferenceOut.of(frame) for frame in output.frames],
         )
 
 
@@ -130,18 +167,16 @@ class RunOut(BaseModel):
     ``rerun_job_id`` names the job queued to measure it again.
     """
 
-    model_config = ConfigDict(from_attributes=True)
-
     id: int
     status: str
     failure_reason: str | None
     source: str
-    case: str = Field(validation_alias=AliasPath("case", "slug"))
-    case_version: int = Field(validation_alias=AliasPath("case", "version"))
-    hardware: str = Field(validation_alias=AliasPath("hardware_kind", "name"))
+    case: str
+    case_version: int
+    hardware: str
     commit: CommitOut
-    candidate_label: str = Field(validation_alias=AliasPath("candidate", "label"))
-    patches: list[PatchOut] = Field(validation_alias=AliasPath("candidate", "patches"))
+    candidate_label: str
+    patches: list[PatchOut]
     denoise_step_ms: float | None
     denoise_step_basis: str | None
     denoise_step_count: int | None
@@ -153,17 +188,17 @@ class RunOut(BaseModel):
     e2e_ms: float | None
     peak_memory_mb: float | None
     compile: dict[str, int | None]
-    patches_applied: list[str] = Field(validation_alias=AliasPath("artifacts", "patches_applied"))
-    patches_already_in: list[str] = Field(validation_alias=AliasPath("artifacts", "patches_already_in"))
-    tree_sha: str | None = Field(validation_alias=AliasPath("artifacts", "tree_sha"))
+    patches_applied: list[str]
+    patches_already_in: list[str]
+    tree_sha: str | None
     job_id: int | None
     attempt: int | None
-    step_times_ms: list[float] = Field(validation_alias=AliasPath("artifacts", "step_times_ms"))
+    step_times_ms: list[float]
     stages: list[StageOut]
     warnings: list[str]
     sources: list[str]
-    environment: dict[str, Any] = Field(validation_alias=AliasPath("artifacts", "environment"))
-    command: str = Field(validation_alias=AliasPath("artifacts", "command"))
+    environment: dict[str, Any]
+    command: str
     requests_seen: int
     warmup_requests: int
     measured_at: dt.datetime | None
@@ -177,40 +212,57 @@ class RunOut(BaseModel):
 
     @classmethod
     def of(cls, run: Run, output: RunOutput | None = None) -> RunOut:
-        """From the ORM object, with stages and artifacts loaded; the values the API derives (the
-        compile counters in one mapping, the log's URL, the recorded conditions) come from
-        :class:`_RunAsShown`."""
-        shown = cls.model_validate(_RunAsShown(run))
-        return shown.model_copy(update={"output": OutputOut.of(output) if output is not None else None})
-
-
-class _RunAsShown:
-    """A run's attributes, and those :class:`RunOut` derives from them."""
-
-    def __init__(self, run: Run) -> None:
-        self._run = run
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._run, name)
-
-    @property
-    def compile(self) -> dict[str, int | None]:
-        """What ``torch.compile`` did: graph breaks, recompiles, graphs and frames."""
-        run = self._run
-        return {
-            "graph_breaks": run.graph_breaks,
-            "recompiles": run.recompiles,
-            "unique_graphs": run.unique_graphs,
-            "frames_compiled": run.frames_compiled,
-        }
-
-    @property
-    def log_url(self) -> str:
-        """Where the run's log is served."""
-        return f"/api/v1/runs/{self._run.id}/log"
-
-    @property
-    def conditions(self) -> RunConditions | None:
-        """The conditions the environment records, if it records any (or a probe that failed)."""
-        conditions = conditions_from_environment(self._run.artifacts.environment)
-        return conditions if conditions.recorded or conditions.errors else None
+        """From the ORM object, with stages and artifacts loaded; the compile counters in one mapping,
+        the log's URL and the conditions the environment records (or a probe that failed) derived."""
+        artifacts = run.artifacts
+        conditions = conditions_from_environment(artifacts.environment)
+        has_conditions = conditions.recorded or bool(conditions.errors)
+        return cls(
+            id=run.id,
+            status=run.status.value,
+            failure_reason=run.failure_reason,
+            source=run.source.value,
+            case=run.case.slug,
+            case_version=run.case.version,
+            hardware=run.hardware_kind.name,
+            commit=CommitOut.of(run.commit),
+            candidate_label=run.candidate.label,
+            patches=[PatchOut.of(patch) for patch in run.candidate.patches],
+            denoise_step_ms=run.denoise_step_ms,
+            denoise_step_basis=run.denoise_step_basis,
+            denoise_step_count=run.denoise_step_count,
+            denoise_step_mean_ms=run.denoise_step_mean_ms,
+            denoise_step_median_ms=run.denoise_step_median_ms,
+            denoise_step_first_ms=run.denoise_step_first_ms,
+            denoise_step_steady_ms=run.denoise_step_steady_ms,
+            denoise_stage_ms=run.denoise_stage_ms,
+            e2e_ms=run.e2e_ms,
+            peak_memory_mb=run.peak_memory_mb,
+            compile={
+                "graph_breaks": run.graph_breaks,
+                "recompiles": run.recompiles,
+                "unique_graphs": run.unique_graphs,
+                "frames_compiled": run.frames_compiled,
+            },
+            patches_applied=artifacts.patches_applied,
+            patches_already_in=artifacts.patches_already_in,
+            tree_sha=artifacts.tree_sha,
+            job_id=run.job_id,
+            attempt=run.attempt,
+            step_times_ms=artifacts.step_times_ms,
+            stages=[StageOut.of(stage) for stage in run.stages],
+            warnings=run.warnings,
+            sources=run.sources,
+            environment=artifacts.environment,
+            command=artifacts.command,
+            requests_seen=run.requests_seen,
+            warmup_requests=run.warmup_requests,
+            measured_at=run.measured_at,
+            created_at=run.created_at,
+            log_url=f"/api/v1/runs/{run.id}/log",
+            excluded_reason=run.excluded_reason,
+            measurement_flag=run.measurement_flag.value if run.measurement_flag is not None else None,
+            rerun_job_id=run.rerun_job_id,
+            conditions=ConditionsOut.of(conditions) if has_conditions else None,
+            output=OutputOut.of(output) if output is not None else None,
+        )

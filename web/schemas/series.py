@@ -5,19 +5,16 @@ of :mod:`tracker.views.series` and :mod:`tracker.views.series_chart`."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
-from pydantic import AliasPath, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 
-from tracker.views.series import SeriesPoint
-from tracker.views.series_chart import SeriesChart
+from tracker.views.series import Series, SeriesPoint
+from tracker.views.series_chart import ChartAlert, ChartCommit, SeriesChart, ThresholdBand
 from web.schemas.commits import CommitOut
 
 
 class SeriesPointOut(BaseModel):
     """One run in a series."""
-
-    model_config = ConfigDict(from_attributes=True)
 
     run_id: int
     status: str
@@ -27,41 +24,55 @@ class SeriesPointOut(BaseModel):
     failure_reason: str | None
     commit: CommitOut
 
-    @model_validator(mode="before")
     @classmethod
-    def _nest_commit(cls, point: Any) -> Any:
-        """A :class:`SeriesPoint` holds its commit's fields flat (``commit_sha``, ...); here they nest."""
-        if not isinstance(point, SeriesPoint):
-            return point
-        commit = {
-            "sha": point.commit_sha,
-            "title": point.commit_title,
-            "author": point.commit_author,
-            "committed_at": point.committed_at,
-            "committed_at_estimated": point.committed_at_estimated,
-        }
-        return {**vars(point), "commit": commit}
+    def of(cls, point: SeriesPoint) -> SeriesPointOut:
+        """From the read model, which holds its commit's fields flat (``commit_sha``, ...)."""
+        return cls(
+            run_id=point.run_id,
+            status=point.status,
+            value=point.value,
+            basis=point.basis,
+            change_pct=point.change_pct,
+            failure_reason=point.failure_reason,
+            commit=CommitOut(
+                sha=point.commit_sha,
+                title=point.commit_title,
+                author=point.commit_author,
+                committed_at=point.committed_at,
+                committed_at_estimated=point.committed_at_estimated,
+            ),
+        )
 
 
 class SeriesOut(BaseModel):
     """A case × hardware × metric series, runs in commit order (oldest first)."""
 
-    model_config = ConfigDict(from_attributes=True)
-
-    case: str = Field(validation_alias=AliasPath("case", "slug"))
-    case_version: int = Field(validation_alias=AliasPath("case", "version"))
+    case: str
+    case_version: int
     hardware: str
     metric: str
     unit: str
     threshold_pct: float
-    total_runs: int = Field(validation_alias="total")
+    total_runs: int
     points: list[SeriesPointOut]
+
+    @classmethod
+    def of(cls, series: Series) -> SeriesOut:
+        """From the read model."""
+        return cls(
+            case=series.case.slug,
+            case_version=series.case.version,
+            hardware=series.hardware,
+            metric=series.metric.value,
+            unit=series.unit,
+            threshold_pct=series.threshold_pct,
+            total_runs=series.total,
+            points=[SeriesPointOut.of(point) for point in series.points],
+        )
 
 
 class ChartPointOut(BaseModel):
     """One run drawn on the series chart: x is the commit time, y the run's value."""
-
-    model_config = ConfigDict(from_attributes=True)
 
     run_id: int
     kind: str  # nightly, confirm, bisect, pr, manual, import (or job without its job row)
@@ -70,29 +81,47 @@ class ChartPointOut(BaseModel):
     iqr: float | None
     excluded_reason: str | None
     flag: str | None = None  # contention, gpu_throttled, cpu_steal: excluded for its measuring conditions
-    sha: str = Field(validation_alias="commit_sha")
-    title: str = Field(validation_alias="commit_title")
-    author: str = Field(validation_alias="commit_author")
+    sha: str
+    title: str
+    author: str
     committed_at: dt.datetime
+
+    @classmethod
+    def of(cls, point: SeriesPoint, flag: str | None = None) -> ChartPointOut:
+        """From the read model, with the run's flag if its measuring conditions disqualify it."""
+        return cls(
+            run_id=point.run_id,
+            kind=point.kind,
+            status=point.status,
+            value=point.value,
+            iqr=point.iqr,
+            excluded_reason=point.excluded_reason,
+            flag=flag,
+            sha=point.commit_sha,
+            title=point.commit_title,
+            author=point.commit_author,
+            committed_at=point.committed_at,
+        )
 
 
 class ChartCommitOut(BaseModel):
     """A commit an alert points at."""
-
-    model_config = ConfigDict(from_attributes=True)
 
     sha: str
     title: str
     author: str
     committed_at: dt.datetime
 
+    @classmethod
+    def of(cls, commit: ChartCommit) -> ChartCommitOut:
+        """From the read model."""
+        return cls(sha=commit.sha, title=commit.title, author=commit.author, committed_at=commit.committed_at)
+
 
 class ChartAlertOut(BaseModel):
     """An alert placed at its first-bad commit."""
 
-    model_config = ConfigDict(from_attributes=True)
-
-    id: int = Field(validation_alias="alert_id")
+    id: int
     direction: str
     state: str
     change_pct: float
@@ -107,11 +136,31 @@ class ChartAlertOut(BaseModel):
     )
     output_summary: str = Field(default="", description="output alerts: what the output check found")
 
+    @classmethod
+    def of(cls, alert: ChartAlert) -> ChartAlertOut:
+        """From the read model."""
+
+        def commit(value: ChartCommit | None) -> ChartCommitOut | None:
+            return ChartCommitOut.of(value) if value is not None else None
+
+        return cls(
+            id=alert.alert_id,
+            direction=alert.direction,
+            state=alert.state,
+            change_pct=alert.change_pct,
+            before_value=alert.before_value,
+            after_value=alert.after_value,
+            first_bad=ChartCommitOut.of(alert.first_bad),
+            last_good=commit(alert.last_good),
+            culprit=commit(alert.culprit),
+            fixed_by=commit(alert.fixed_by),
+            kind=alert.kind,
+            output_summary=alert.output_summary,
+        )
+
 
 class ChartBandOut(BaseModel):
     """The threshold band around the current level."""
-
-    model_config = ConfigDict(from_attributes=True)
 
     level: float
     low: float
@@ -119,6 +168,18 @@ class ChartBandOut(BaseModel):
     pct: float
     since: dt.datetime | None
     description: str
+
+    @classmethod
+    def of(cls, band: ThresholdBand) -> ChartBandOut:
+        """From the read model."""
+        return cls(
+            level=band.level,
+            low=band.low,
+            high=band.high,
+            pct=band.pct,
+            since=band.since,
+            description=band.description,
+        )
 
 
 class SeriesChartOut(BaseModel):
@@ -142,14 +203,11 @@ class SeriesChartOut(BaseModel):
         return cls(
             case=data.case.slug,
             hardware=data.hardware,
-            metric=data.metric,
+            metric=data.metric.value,
             unit=data.unit,
             threshold=chart.threshold.describe(),
             total_runs=data.total,
-            points=[
-                ChartPointOut.model_validate(point).model_copy(update={"flag": chart.flags.get(point.run_id)})
-                for point in data.points
-            ],
-            band=ChartBandOut.model_validate(chart.band) if chart.band else None,
-            alerts=[ChartAlertOut.model_validate(alert) for alert in chart.alerts],
+            points=[ChartPointOut.of(point, chart.flags.get(point.run_id)) for point in data.points],
+            band=ChartBandOut.of(chart.band) if chart.band else None,
+            alerts=[ChartAlertOut.of(alert) for alert in chart.alerts],
         )
