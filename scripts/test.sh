@@ -2,6 +2,7 @@
 # The whole check, as CI runs it: install, lint, type-check, import layers, migrations drift, tests on
 # SQLite and PostgreSQL, and the browser tests in Debian's Chromium.
 #   PERFTRACK_TEST_PG_URL   PostgreSQL to test against (default postgresql://postgres@127.0.0.1:5432/test)
+#   PERFTRACK_TEST_WORKERS  pytest-xdist workers (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PG_URL=${PERFTRACK_TEST_PG_URL:-postgresql://postgres@127.0.0.1:5432/test}
@@ -62,8 +63,13 @@ PERFTRACK_DATABASE_URL="$PG_URL" perftrack db upgrade
 PERFTRACK_DATABASE_URL="$PG_URL" alembic check
 PERFTRACK_DATABASE_URL="$PG_URL" perftrack db downgrade base
 
-step "pytest on SQLite (with the browser tests)"
-pytest -q
+# Two pytest-xdist workers (PERFTRACK_TEST_WORKERS; 0 runs in one process). Tests of one xdist_group
+# (the contract tests' sglang probes, the browser) stay on one worker.
+WORKERS=${PERFTRACK_TEST_WORKERS:-2}
+PYTEST=(pytest -q -n "$WORKERS" --dist loadgroup --durations=25)
 
-step "pytest on PostgreSQL (the tests that touch a database)"
-PERFTRACK_TEST_DATABASE_URL="$PG_URL" pytest -q -m "not browser" tests/tracker tests/web tests/runners/test_agent.py tests/faults
+step "pytest on SQLite: every test, the browser tests included"
+"${PYTEST[@]}"
+
+step "pytest on PostgreSQL: the tests marked dialect (code that differs between the databases)"
+PERFTRACK_TEST_DATABASE_URL="$PG_URL" "${PYTEST[@]}" -m "dialect and not browser"

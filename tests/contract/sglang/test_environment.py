@@ -23,7 +23,8 @@ from tests.contract.sglang.env import (
     options_path,
 )
 
-pytestmark = [pytest.mark.contract, pytest.mark.slow]
+# One worker runs them all: each sglang probe starts once (its import takes 20-40 s).
+pytestmark = [pytest.mark.contract, pytest.mark.slow, pytest.mark.xdist_group("sglang-probes")]
 
 ROLES = ("current", "legacy")
 COMMANDS = ("generate", "serve")

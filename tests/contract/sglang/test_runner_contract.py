@@ -28,7 +28,8 @@ from tests.contract.sglang.env import ProbeSession, options_path
 from tests.fakes import fake_sglang, sglang_cli, sglang_logs
 from tests.suite_cases import suite_cases
 
-pytestmark = [pytest.mark.contract, pytest.mark.slow]
+# One worker runs them all: each sglang probe starts once (its import takes 20-40 s).
+pytestmark = [pytest.mark.contract, pytest.mark.slow, pytest.mark.xdist_group("sglang-probes")]
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITE = ROOT / "suites" / "sglang-diffusion.toml"
