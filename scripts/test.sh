@@ -63,10 +63,10 @@ PERFTRACK_DATABASE_URL="$PG_URL" perftrack db upgrade
 PERFTRACK_DATABASE_URL="$PG_URL" alembic check
 PERFTRACK_DATABASE_URL="$PG_URL" perftrack db downgrade base
 
-# Two pytest-xdist workers (PERFTRACK_TEST_WORKERS; 0 runs in one process). Tests of one xdist_group
-# (the contract tests' sglang probes, the browser) stay on one worker.
+# Two pytest-xdist workers (PERFTRACK_TEST_WORKERS; 0 runs in one process). The contract tests' sglang
+# probes and the browser tests each stay on one worker (tests/conftest.py, SHARED_WORKER).
 WORKERS=${PERFTRACK_TEST_WORKERS:-2}
-PYTEST=(pytest -q -n "$WORKERS" --dist loadgroup --durations=25)
+PYTEST=(pytest -q -n "$WORKERS" --durations=25)
 
 step "pytest on SQLite: every test, the browser tests included"
 "${PYTEST[@]}"

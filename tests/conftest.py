@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
+from xdist.scheduler import LoadScopeScheduling
 
 from tests.databases import empty_database, migrated_database, session_database
 from tracker import db
@@ -27,6 +29,24 @@ DATA = Path(__file__).resolve().parent / "data"
 # tests/tracker/catalog/test_suites.py::test_shipped_suites_load_and_validate reads SHIPPED_SUITES.
 SUITES = DATA / "suites"
 SHIPPED_SUITES = ROOT / "suites"
+
+
+# Tests that must share one pytest-xdist worker, by path: each sglang probe and the browser's
+# dashboard start once per worker that runs any of their tests. Every other test is scheduled alone.
+# (xdist's own xdist_group marker does not group under pytest 9.2: it rewrites a node id attribute
+# pytest no longer reads.)
+SHARED_WORKER = {"tests/contract/": "sglang-probes", "tests/web/browser/": "browser"}
+
+
+class SharedWorkerScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    """Each test is a unit of work of its own, except the groups of :data:`SHARED_WORKER`."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return next((group for prefix, group in SHARED_WORKER.items() if nodeid.startswith(prefix)), nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> SharedWorkerScheduling:
+    return SharedWorkerScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,7 @@ from tracker.vcs.commits import ensure_candidate, upsert_commit
 from web.waiters import JobWaiters
 from wire import CommitIn
 
-pytestmark = pytest.mark.dialect
+pytestmark = [pytest.mark.dialect, pytest.mark.slow]  # live servers
 
 CASE = "qwen-image-t2i-1024"
 

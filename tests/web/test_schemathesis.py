@@ -25,6 +25,8 @@ from tracker.enums import TokenRole
 from tracker.settings import Settings
 from web.app import create_app
 
+pytestmark = pytest.mark.slow  # fuzz campaigns against the whole API: a minute of CPU
+
 SEED = 20260519
 EXAMPLES_PER_OPERATION = 15
 WEBHOOK_DELIVERIES = 150

@@ -23,8 +23,8 @@ from tests.contract.sglang.env import (
     options_path,
 )
 
-# One worker runs them all: each sglang probe starts once (its import takes 20-40 s).
-pytestmark = [pytest.mark.contract, pytest.mark.slow, pytest.mark.xdist_group("sglang-probes")]
+# One worker runs them all (tests/conftest.py, SHARED_WORKER): each probe starts once (20-40 s).
+pytestmark = [pytest.mark.contract, pytest.mark.slow]
 
 ROLES = ("current", "legacy")
 COMMANDS = ("generate", "serve")

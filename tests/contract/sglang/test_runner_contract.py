@@ -28,8 +28,8 @@ from tests.contract.sglang.env import ProbeSession, options_path
 from tests.fakes import fake_sglang, sglang_cli, sglang_logs
 from tests.suite_cases import suite_cases
 
-# One worker runs them all: each sglang probe starts once (its import takes 20-40 s).
-pytestmark = [pytest.mark.contract, pytest.mark.slow, pytest.mark.xdist_group("sglang-probes")]
+# One worker runs them all (tests/conftest.py, SHARED_WORKER): each probe starts once (20-40 s).
+pytestmark = [pytest.mark.contract, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITE = ROOT / "suites" / "sglang-diffusion.toml"

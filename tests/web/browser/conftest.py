@@ -38,13 +38,10 @@ if not Path(CHROMIUM).exists():
     pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/web/browser/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.browser)
-            # One worker runs them all: one dashboard filled and one Chromium per test session.
-            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 @dataclass(frozen=True)

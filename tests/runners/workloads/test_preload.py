@@ -29,10 +29,12 @@ from runners.workloads.process import (
     run_process,
 )
 from runners.workloads.sglang import SglangWorkload
-from tests.runners.test_sglang_workload import SHA, gone, small_case
+from tests.runners.workloads.test_sglang import SHA, gone, small_case
 from tests.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # forks a preloaded zygote per test
+
+ROOT = Path(__file__).resolve().parents[3]
 PYTHON = sys.executable
 PRELOAD = ("json", "decimal")
 

@@ -34,7 +34,7 @@ from tests.fakes import fake_sglang
 from tests.suite_cases import suite_case as read_suite_case
 from tests.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FAKE_SGLANG = ROOT / "tests" / "fakes" / "fake_sglang.py"
 FAKE_SMI = ROOT / "tests" / "fakes" / "fake_nvidia_smi.py"
 DATA = ROOT / "tests" / "data" / "sglang"

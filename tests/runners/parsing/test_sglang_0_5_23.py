@@ -24,7 +24,7 @@ from runners.parsing import (
 from runners.parsing.served import PER_STEP_UNKNOWN_SERVED, summarize_served
 from runners.parsing.sglang_log import PER_STEP_UNKNOWN
 
-DATA = Path(__file__).parent.parent / "data" / "sglang"
+DATA = Path(__file__).resolve().parents[2] / "data" / "sglang"
 GENERATE_LOG = "qwen_image_0.5.23.log"
 DUMP = "perf_dump_qwen_image_0.5.23.json"
 SERVED_LOG = "served_qwen_image_0.5.23.log"

@@ -14,7 +14,7 @@ from runners.toy.history import MAIN, PULL_REQUESTS
 from runners.workloads.cli.options import parse_help
 from tracker.catalog.suites import parse_suite
 
-SUITE = Path(__file__).resolve().parents[2] / "runners" / "toy" / "toy-suite.toml"
+SUITE = Path(__file__).resolve().parents[3] / "runners" / "toy" / "toy-suite.toml"
 
 
 def git(repo: Path, *args: str) -> str:

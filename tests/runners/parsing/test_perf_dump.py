@@ -16,7 +16,7 @@ from runners.parsing import (
     parse_performance_log,
 )
 
-DATA = Path(__file__).parent.parent / "data" / "sglang"
+DATA = Path(__file__).resolve().parents[2] / "data" / "sglang"
 
 
 def read(name: str) -> str:

@@ -37,7 +37,7 @@ from runners.workloads.serve_api import (
 from runners.workloads.sglang import SglangWorkload
 from tests.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FAKE_SGLANG = ROOT / "tests" / "fakes" / "fake_sglang.py"
 OOM = "CUDA out of memory. Tried to allocate 20.00 GiB"
 CONTENT = "request 1 of 3 failed: video job video-1 completed but GET /v1/videos/video-1/content"

@@ -14,7 +14,7 @@ from filelock import UnixFileLock
 from runners.candidates import BuiltCandidate, CandidateBuilder, CandidateBuildError
 from runners.jobspec import CandidateSpec, CarriedPatch, RepositorySpec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PIPELINE = "toydit/pipeline.py"
 PIPELINE_TEXT = "steps = 20\nreset_dynamo = False\noffload = True\n"
 

@@ -10,7 +10,7 @@ from runners.parsing import ParsedRun, ParseError, RunStatus, parse_sglang_log
 from runners.parsing._logtext import logical_lines, parse_progress
 from runners.parsing.sglang_log import PER_STEP_UNKNOWN, parse_sglang_log_file
 
-DATA = Path(__file__).parent.parent / "data" / "sglang"
+DATA = Path(__file__).resolve().parents[2] / "data" / "sglang"
 GIB = 1024.0
 
 

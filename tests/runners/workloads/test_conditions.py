@@ -23,7 +23,7 @@ from runners.workloads.conditions import (
     parse_process_times,
 )
 from runners.workloads.environment import EnvironmentProbe, parse_throttle_mask, throttle_reasons
-from tests.runners.test_sglang_workload import FAKE_SMI, Harness, small_case
+from tests.runners.workloads.test_sglang import FAKE_SMI, Harness, small_case
 from tracker.ingest.conditions import assess_conditions, conditions_from_environment
 from wire import JobResultIn
 
@@ -199,6 +199,7 @@ def spinner(seconds: float) -> list[str]:
 
 
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.slow  # burns a core for 3 s
 def test_real_proc_sees_the_benchmark_group_and_a_burner_beside_it() -> None:
     burner = subprocess.Popen(spinner(3.0), stdout=subprocess.PIPE)
     try:

@@ -10,7 +10,7 @@ from runners.parsing import ParseError, RunStatus
 from runners.parsing.served import PER_STEP_UNKNOWN_SERVED, summarize_served
 from tests.fakes.fake_sglang import request_log, served_log
 
-DATA = Path(__file__).parent.parent / "data" / "sglang"
+DATA = Path(__file__).resolve().parents[2] / "data" / "sglang"
 FAILED_REQUEST = "\n".join(
     [
         "[05-19 10:06:00] Running pipeline stages: ['denoising_stage', 'decoding_stage']",

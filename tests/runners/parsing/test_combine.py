@@ -22,7 +22,7 @@ from runners.parsing import (
 )
 from runners.parsing.sglang_log import PER_STEP_UNKNOWN
 
-DATA = Path(__file__).parent.parent / "data" / "sglang"
+DATA = Path(__file__).resolve().parents[2] / "data" / "sglang"
 
 
 def read(name: str) -> str:

@@ -19,7 +19,7 @@ from runners.workloads.cli.options import (
     parse_help,
 )
 
-OPTIONS = Path(__file__).resolve().parents[1] / "data" / "sglang" / "options"
+OPTIONS = Path(__file__).resolve().parents[2] / "data" / "sglang" / "options"
 
 
 def sglang_like_parser() -> argparse.ArgumentParser:
