@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PG_URL=${PERFTRACK_TEST_PG_URL:-postgresql://postgres@127.0.0.1:5432/test}
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+step() { printf '\n\033[1m== %s\033[0m (at %d s)\n' "$*" "$SECONDS"; }
 
 step "install"
 bash scripts/bootstrap.sh
@@ -73,3 +73,5 @@ step "pytest on SQLite: every test, the browser tests included"
 
 step "pytest on PostgreSQL: the tests marked dialect (code that differs between the databases)"
 PERFTRACK_TEST_DATABASE_URL="$PG_URL" "${PYTEST[@]}" -m "dialect and not browser"
+
+step "all checks passed"

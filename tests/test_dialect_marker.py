@@ -31,16 +31,16 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
     "tracker/bootstrap.py": ("tests/web/test_prepare_race.py", "tests/web/test_health.py"),
     "tracker/access/throttle.py": ("tests/web/test_sign_in_throttle.py",),
     "tracker/comparisons/progress.py": ("tests/tracker/comparisons/test_comparisons.py",),
-    "tracker/github/outbox.py": ("tests/web/test_github_webhook.py",),
-    "tracker/ingest/batch.py": ("tests/tracker/ingest/test_batch.py", "tests/web/test_results_batch.py"),
+    "tracker/github/outbox.py": ("tests/web/api/test_github_webhook.py",),
+    "tracker/ingest/batch.py": ("tests/tracker/ingest/test_batch.py", "tests/web/api/test_results_batch.py"),
     "tracker/queue/claims.py": (
         "tests/tracker/queue/test_jobs.py",
-        "tests/web/test_claim_wait.py",
+        "tests/web/api/test_claims_wait.py",
         "tests/runners/test_agent.py",
         "tests/faults/test_claims.py",
     ),
     "tracker/queue/jobs.py": ("tests/tracker/queue/test_jobs.py", "tests/faults/test_claims.py"),
-    "tracker/queue/wakeups.py": ("tests/web/test_claim_wait.py",),
+    "tracker/queue/wakeups.py": ("tests/web/api/test_claims_wait.py",),
     "tracker/scheduling/leader.py": (
         "tests/tracker/scheduling/test_service.py",
         "tests/tracker/scheduling/test_processes.py",
@@ -52,8 +52,8 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
     "tracker/series/pending.py": ("tests/tracker/series/test_pending.py",),
     "tracker/workflows/bisections.py": ("tests/tracker/workflows/test_bisections.py",),
     "tracker/workflows/evidence_reading.py": ("tests/tracker/workflows/test_evidence_reading.py",),
-    "web/app.py": ("tests/web/test_claim_wait.py",),
-    "web/waiters.py": ("tests/web/test_claim_wait.py",),
+    "web/app.py": ("tests/web/api/test_claims_wait.py",),
+    "web/waiters.py": ("tests/web/api/test_claims_wait.py",),
     "migrations/env.py": (MIGRATIONS,),
 }
 

@@ -244,7 +244,7 @@ class Runner:
     extra_env: dict[str, str] = field(default_factory=dict)
     once: bool = False
     # Fault runners poll (every 0.3 s) rather than long-poll, so each meets an outage on its next
-    # request; claims that wait are tests/faults/test_claims.py's and tests/web/test_claim_wait.py's.
+    # request; claims that wait are tests/faults/test_claims.py's and tests/web/api/test_claims_wait.py's.
     claim_wait: float = 0.0
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0

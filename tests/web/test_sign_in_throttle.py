@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.web.test_dashboard_sessions import START, Clock, csrf_of
+from tests.web.pages.test_account import START, Clock, csrf_of
 from tracker.access.throttle import client_key, wait_after
 from tracker.settings import Settings
 from web.app import create_app

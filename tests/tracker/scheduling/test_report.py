@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
-from tests.web.test_nightly_api import EARLIER, _resolver, _schedule
+from tests.web.api.test_nightly import EARLIER, _resolver, _schedule
 from tracker.enums import JobState
 from tracker.models import GithubOutbox, Job, NightlyRun
 from tracker.scheduling.nightly import fire_nightly

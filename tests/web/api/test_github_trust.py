@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from tests.fakes.fake_github import FakeGithub
 from tests.tracker.github.test_client import app_key  # noqa: F401
-from tests.web.test_github_webhook import (  # noqa: F401 - fixtures
+from tests.web.api.test_github_webhook import (  # noqa: F401 - fixtures
     DATA,
     HEAD_SHA,
     NEW_HEAD,

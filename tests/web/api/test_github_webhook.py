@@ -42,7 +42,7 @@ from web.deps import get_settings
 
 pytestmark = pytest.mark.dialect
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "github"
+DATA = Path(__file__).resolve().parents[2] / "data" / "github"
 SECRET = "whsec-test-0123456789"
 REPO = "sgl-project/sglang"
 PR = 43650
