@@ -115,6 +115,9 @@ class Settings(BaseSettings):
         default_factory=list, description="may run /perf without write access to the repository"
     )
     github_status_context: str = "perftrack/perf"
+    # A /perf comparison adds rounds while it is inconclusive, up to this many (or the rounds asked
+    # for, when more): each round is two runs of GPU time per case × hardware.
+    github_max_rounds: int = Field(default=8, ge=1, le=64)
     # A push to a PR that ran /perf re-runs its last command on the new head (the old head's
     # comparison, if still running, is cancelled); a PR carrying this label is measured on every push
     # (bare /perf) and when the label is added. Empty: no label. Either way the pusher (labeller)

@@ -64,7 +64,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     toy = create_toy_repository(root / "toy-repo")
     suites = root / "suites"
     suites.mkdir()
-    (suites / "toy.toml").write_text(TOY_SUITE.read_text().replace("{toy_repo}", str(toy.path)))
+    # A quarter of the steps: what is tested is the path from comment to report, not the timing.
+    suite = TOY_SUITE.read_text().replace("{toy_repo}", str(toy.path))
+    (suites / "toy.toml").write_text(suite.replace("num-inference-steps = 400", "num-inference-steps = 100"))
     fake = FakeGithub()
     pr102 = next(pr for pr in toy.pull_requests if pr.number == 102)
     pr101 = next(pr for pr in toy.pull_requests if pr.number == 101)
@@ -81,6 +83,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             github_token=SecretStr("ghp_e2e_token_not_real_0000"),
             github_webhook_secret=SecretStr(SECRET),
             github_allowed_users=["mira"],
+            github_max_rounds=2,  # what is tested is the path, not the verdict: no rounds beyond the two asked
             public_url="http://perftrack.test",
         )
         with live_server(settings) as url:

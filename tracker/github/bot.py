@@ -61,6 +61,7 @@ class Start:
 
     plan: ComparisonPlan
     author: str
+    max_rounds: int  # the cap on rounds added while inconclusive (settings.github_max_rounds)
     why: str | None = None  # None: a comment asked; else "push" or "label"
 
 
@@ -154,7 +155,7 @@ def _decide_comment(
     except InvalidInput as error:  # a CommandError too
         message = error.message
         return Reply(f"rejected: {message}", f"@{event.author} {message}", "confused")
-    return Start(plan=plan, author=event.author)
+    return Start(plan=plan, author=event.author, max_rounds=settings.github_max_rounds)
 
 
 def _decide_pull_request(
@@ -207,7 +208,7 @@ def _decide_pull_request(
         return Reply(
             f"rejected: {message}", f"perftrack could not re-run {code(text)} after the {why}: {message}"
         )
-    return Start(plan=plan, author=event.sender, why=why)
+    return Start(plan=plan, author=event.sender, max_rounds=settings.github_max_rounds, why=why)
 
 
 def act(*, session: Session, event: Event, decision: Decision) -> str:
@@ -251,7 +252,7 @@ def _start(*, session: Session, event: Event, decision: Start) -> str:
         cases=list(plan.cases),
         hardware=list(plan.hardware) if plan.hardware is not None else None,
         rounds=plan.rounds,
-        max_rounds=max(plan.rounds, 8),
+        max_rounds=max(plan.rounds, decision.max_rounds),
         requested_by=decision.author,
         pr_number=event.pr_number,
         pr_url=event.pr_url,

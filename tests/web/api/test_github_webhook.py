@@ -568,6 +568,17 @@ def push(
     return hook.send("pull_request", payload)
 
 
+def test_the_rounds_added_while_inconclusive_stop_at_the_operators_cap(
+    hook: Hook, session: Session, settings: Settings
+) -> None:
+    settings.github_max_rounds = 3
+    hook.comment("/perf qwen-image-t2i-1024 rounds 2")
+    hook.comment("/perf qwen-image-t2i-1024 rounds 5")
+    capped, asked_for_more = comparisons(session)
+    assert (capped.rounds, capped.max_rounds) == (2, 3)
+    assert (asked_for_more.rounds, asked_for_more.max_rounds) == (5, 5)  # the rounds asked for still run
+
+
 def test_a_push_re_runs_the_last_command_on_the_new_head_and_cancels_the_old_one(
     hook: Hook, session: Session, fake: FakeGithub
 ) -> None:
