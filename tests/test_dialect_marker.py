@@ -36,7 +36,6 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
     "tracker/queue/claims.py": (
         "tests/tracker/queue/test_jobs.py",
         "tests/web/api/test_claims_wait.py",
-        "tests/runners/test_agent.py",
         "tests/faults/test_claims.py",
     ),
     "tracker/queue/jobs.py": ("tests/tracker/queue/test_jobs.py", "tests/faults/test_claims.py"),

@@ -23,7 +23,10 @@ from tests.leases import UNEXPIRING_LEASE_S, run_out_lease
 from tests.runners.agent_env import FAKE_SGLANG, ROOT, Tracker, Upstream, make_upstream, tracker
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.dialect, pytest.mark.slow]  # a live tracker, runner agents and runner processes
+# A live tracker, runner agents and runner processes. The claims they make are the dialect-specific
+# part, and tests/tracker/queue/test_jobs.py, tests/web/api/test_claims_wait.py and
+# tests/faults/test_claims.py cover them on both databases.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
