@@ -5,6 +5,13 @@ noise of the series (plain-commit runs of the case on that hardware), else the p
 newest A/A calibration measured. The threshold is the model's, raised to what the calibration
 says this many rounds can detect at all: a verdict below the minimum detectable change would be
 luck, not measurement.
+
+An A/A calibration reads its rounds in the order they ran (the first run of a round against the
+second, :meth:`tracker.comparisons.summary.RoundView.values_in_run_order`): both arms are one
+build, so each round's ``ln(second / first)`` is the *order effect* (what running second does to
+a run: warm caches, a host warming up) plus noise. Its mean and interval are stored with the
+calibration; the noise is the rounds' spread about it, as before rounds alternated. Comparisons
+alternate their arms' order (A B, B A, ...), so an even number of rounds cancels the order effect.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from tracker.models import (
     HardwareKind,
 )
 from tracker.series.state import latest_calibration, load_series_runs
-from tracker.statistics.ab import NoisePrior, RoundValues, calibrate_aa
+from tracker.statistics.ab import NoisePrior, RoundValues, calibrate_aa, compare_rounds
 from tracker.statistics.noise import run_to_run_noise
 from tracker.statistics.paired_rounds import set_aside_interfered
 
@@ -34,6 +41,43 @@ MAX_PRIOR_DOF = 20
 CALIBRATION_ROUND_COUNTS = (2, 4, 8)
 # An A/A calibration with an interfered round doubles its rounds up to this many.
 CALIBRATION_MAX_ROUNDS = 8
+
+
+@dataclass(frozen=True)
+class OrderEffect:
+    """How the second run of an A/A round compared with the first: the change (percent, negative:
+    faster) and its interval, at the confidence of the calibration's other figures (95 %)."""
+
+    change_pct: float
+    ci_low_pct: float
+    ci_high_pct: float
+
+
+def order_effect(rounds: Sequence[RoundValues], *, threshold_pct: float) -> OrderEffect | None:
+    """The order effect of A/A rounds given in run order (first run as ``base``, second as ``head``).
+
+    Parameters
+    ----------
+    rounds
+        Usable rounds of one build against itself, each as it ran; the interfered ones left out.
+    threshold_pct
+        The case's threshold (the paired interval's verdict is not used, only its numbers).
+
+    Returns
+    -------
+    OrderEffect or None
+        The geometric-mean change of the second run over the first with its paired t interval
+        (:func:`tracker.statistics.ab.compare_rounds` without a prior: the rounds alone), or
+        ``None`` under two rounds, which leave no interval.
+    """
+    if len(rounds) < 2:
+        return None
+    measured = compare_rounds(rounds, threshold_pct=threshold_pct)
+    assert measured.ci_low_pct is not None
+    assert measured.ci_high_pct is not None
+    return OrderEffect(
+        change_pct=measured.change_pct, ci_low_pct=measured.ci_low_pct, ci_high_pct=measured.ci_high_pct
+    )
 
 
 @dataclass(frozen=True)
@@ -96,7 +140,10 @@ def store_calibration(
 ) -> tuple[int, ...]:
     """Store what an A/A comparison's rounds say about one case × hardware (nothing under 2 rounds).
 
-    Returns the rounds (1-based) that stood apart from the others and so did not set the noise.
+    ``rounds`` are the usable rounds in run order (first run as ``base``, second as ``head``), so
+    the noise is measured about the order effect and the order effect from the same rounds: those
+    a neighbour slowed are set aside for both. Returns the rounds (1-based) that stood apart from
+    the others and so did not set the noise.
     """
     if len(rounds) < 2:
         return ()
@@ -112,6 +159,7 @@ def store_calibration(
         threshold_pct=threshold,
         round_counts=sorted({*CALIBRATION_ROUND_COUNTS, len(interfered.kept)}),
     )
+    order = order_effect(interfered.kept, threshold_pct=threshold)
     calibration = Calibration(
         case_id=case.id,
         hardware_kind_id=hardware.id,
@@ -121,6 +169,9 @@ def store_calibration(
         threshold_pct=threshold,
         false_verdict_rate={str(size): rate for size, rate in measured.false_verdict_rate.items()},
         mde_pct={str(size): mde for size, mde in measured.mde_pct.items()},
+        order_effect_pct=order.change_pct if order is not None else None,
+        order_effect_low_pct=order.ci_low_pct if order is not None else None,
+        order_effect_high_pct=order.ci_high_pct if order is not None else None,
     )
     session.add(calibration)
     session.flush()
@@ -130,7 +181,10 @@ def store_calibration(
 
 
 def calibration_interfered(rounds: Sequence[RoundValues]) -> tuple[int, ...]:
-    """The rounds (1-based) of an A/A comparison that a neighbour slowed: more rounds are due."""
+    """The rounds (1-based) of an A/A comparison that a neighbour slowed: more rounds are due.
+
+    ``rounds`` in run order, as :func:`store_calibration` takes them, so both set the same aside.
+    """
     return tuple(position + 1 for position in set_aside_interfered(rounds, noise_pct=None).aside)
 
 
@@ -152,3 +206,22 @@ def list_calibrations(
             Calibration.hardware_kind_id == get_hardware_kind(session=session, name=hardware).id
         )
     return list(session.scalars(query))
+
+
+def calibrations_of(
+    *, session: Session, comparison_ids: Sequence[int]
+) -> dict[tuple[int, int, int], Calibration]:
+    """The calibrations the given A/A comparisons stored, by (comparison id, case id, hardware
+    kind id); the newest where one was stored twice."""
+    if not comparison_ids:
+        return {}
+    found = session.scalars(
+        select(Calibration)
+        .where(Calibration.comparison_id.in_(comparison_ids))
+        .order_by(Calibration.created_at, Calibration.id)
+    )
+    stored: dict[tuple[int, int, int], Calibration] = {}
+    for calibration in found:
+        assert calibration.comparison_id is not None
+        stored[(calibration.comparison_id, calibration.case_id, calibration.hardware_kind_id)] = calibration
+    return stored

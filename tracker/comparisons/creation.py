@@ -1,10 +1,22 @@
 """Creating comparisons: base and head candidates over cases × hardware, queued in interleaved rounds.
 
-A comparison queues its rounds as jobs, A B A B ... (round 1 base, round 1 head, round 2 base,
-...), each arm a fresh process on a runner; paired checks (a confirmation, a bisection step)
-alternate the order, A B, B A, ... This module owns what a comparison asks for: its candidates,
-its case × hardware results, its rounds and the jobs of each round. How rounds that end move it
-on is :mod:`tracker.comparisons.progress`; how a result is judged, :mod:`tracker.comparisons.verdicts`.
+A comparison of every kind (a PR's or one asked for by hand, an A/A calibration, a confirmation,
+a bisection step) queues its rounds as jobs in counterbalanced order, A B, B A, A B, ... (round 1
+base then head, round 2 head then base, ...), each arm a fresh process on a runner. Whatever the
+order does to a run (the second process of a round finding warm caches, a host that warms up or a
+neighbour that comes and goes) then lands on base and head alike instead of always on the second
+arm; an A/A calibration measures that order effect (:mod:`tracker.comparisons.calibration`).
+
+A claim hands out the oldest job of the highest priority (:mod:`tracker.queue.claims`), and a
+comparison's arms share their reason's priority, so its jobs run in the order queued here: rounds
+added while a result is inconclusive continue the alternation by their round number, and a re-run
+of a flagged run keeps its round and arm but is queued last, so it may start after the round's
+other arm (which arm ran first is read from the jobs' leases,
+:attr:`tracker.comparisons.summary.RoundView.first`).
+
+This module owns what a comparison asks for: its candidates, its case × hardware results, its
+rounds and the jobs of each round. How rounds that end move it on is
+:mod:`tracker.comparisons.progress`; how a result is judged, :mod:`tracker.comparisons.verdicts`.
 """
 
 from __future__ import annotations
@@ -69,7 +81,8 @@ def create_comparison(
     purpose: ComparisonKind | None = None,
     alert: Alert | None = None,
 ) -> Comparison:
-    """Create a comparison and queue its rounds, interleaved: A1 B1 A2 B2 ... per case × hardware.
+    """Create a comparison and queue its rounds, interleaved and counterbalanced: A1 B1 B2 A2 A3 B3
+    ... per case × hardware (:func:`round_order`).
 
     ``hardware`` (names) restricts every case to those kinds, each of which the case must run on;
     without it, each case runs on every kind it is set up for. ``kind`` defaults to a calibration
@@ -211,19 +224,28 @@ _ARM_REASON = {
 }
 
 
+def round_order(round_number: int) -> tuple[Arm, Arm]:
+    """The order the two arms of round ``round_number`` (from 1) are queued in: A B, B A, A B, ...
+
+    Every kind of comparison alternates: whatever changes with the order or over time (a second
+    process finding caches warm, a warming host, a neighbour that comes and goes) lands on both
+    arms alike instead of always on the second, and an even number of rounds cancels it.
+    """
+    if round_number < 1:
+        raise ValueError(f"rounds count from 1, not {round_number}")
+    return (Arm.BASE, Arm.HEAD) if round_number % 2 else (Arm.HEAD, Arm.BASE)
+
+
 def enqueue_round(
     *, session: Session, comparison: Comparison, case: Case, hardware: HardwareKind, round_number: int
 ) -> None:
-    """Queue the two arms of one round of ``case`` × ``hardware`` (once: jobs are idempotent)."""
-    arms = [(Arm.BASE, comparison.base_candidate), (Arm.HEAD, comparison.head_candidate)]
-    if comparison.kind in (ComparisonKind.CONFIRMATION, ComparisonKind.BISECT) and round_number % 2 == 0:
-        # A B, B A, A B, ...: whatever changes with the order or over time (a warming host, a
-        # neighbour that comes and goes) lands on both arms alike instead of always on the second.
-        arms.reverse()
-    for arm, candidate in arms:
+    """Queue the two arms of one round of ``case`` × ``hardware`` in :func:`round_order` (once: jobs
+    are idempotent)."""
+    candidates = {Arm.BASE: comparison.base_candidate, Arm.HEAD: comparison.head_candidate}
+    for arm in round_order(round_number):
         enqueue_job(
             session=session,
-            candidate=candidate,
+            candidate=candidates[arm],
             case=case,
             hardware=hardware,
             reason=_ARM_REASON[comparison.kind],

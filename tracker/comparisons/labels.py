@@ -3,7 +3,8 @@
 A result whose seeded output changed beyond its case's tolerance is never a plain improvement:
 "faster, but the output changed"; a regression that changed it is "slower, and the output
 changed"; no change in speed is "output changed". A comparison's overall label says the same of
-all its results, so the PR comment's headline, the commit status and the pages agree.
+all its results, so the PR comment's headline, the commit status and the pages agree. An A/A
+calibration's order effect is put in words here too, for the pages and the API alike.
 """
 
 from __future__ import annotations
@@ -112,3 +113,27 @@ def missing_note(*, base_saved: bool, head_saved: bool) -> str:
     if not base_saved and not head_saved:
         return "no saved output on either side"
     return f"no saved output of {'head' if base_saved else 'base'}"
+
+
+def order_effect_text(change_pct: float, low_pct: float, high_pct: float) -> str:
+    """``second run -2.6 % [-5.9, +0.7]``: an A/A calibration's order effect and its interval."""
+    return f"second run {change_pct:+.1f} % [{low_pct:+.1f}, {high_pct:+.1f}]"
+
+
+def order_effect_summary(change_pct: float, low_pct: float, high_pct: float, threshold_pct: float) -> str:
+    """What an order effect means, in a sentence: how the second run of a round compared with the
+    first, whether the interval tells it from noise, how it compares with the threshold, and that
+    alternating the arms' order cancels it in comparisons."""
+    size = f"{abs(change_pct):.1f} %"
+    if round(change_pct, 1) == 0:
+        measured = "The second run of a round was as fast as the first"
+    else:
+        measured = f"The second run of a round was {size} {'faster' if change_pct < 0 else 'slower'}"
+    if low_pct <= 0 <= high_pct:
+        measured += " (within the noise: the interval holds 0)"
+    if abs(change_pct) >= threshold_pct:
+        measured += f", more than the {threshold_pct:g} % threshold"
+    return (
+        f"{measured}: comparisons alternate their arms' order (A B, B A, ...), so it lands on base "
+        "and head alike and an even number of rounds cancels it."
+    )

@@ -6,7 +6,8 @@ unusable. When every scheduled round of a result has ended and the verdict is st
 the rounds are doubled (2 → 4 → 8, up to ``max_rounds``), as Pinpoint asks for more data; at the
 cap the result stays inconclusive and says so. Paired checks (confirmations, bisection steps) ask
 for rounds as their own decisions say. A comparison of a candidate with itself (A/A) stores a
-calibration when it is done. Each recomputation also checks head's seeded output against base's
+calibration when it is done, its noise and order effect read from the rounds in the order they
+ran. Each recomputation also checks head's seeded output against base's
 (:mod:`tracker.comparisons.output_checks`). Reading comparisons back, round by round, is
 :mod:`tracker.comparisons.summary`.
 """
@@ -104,8 +105,10 @@ def _advance(*, session: Session, job: Job, now: dt.datetime) -> Comparison:
     comparison.finished_at = now
     if comparison.state is ComparisonState.DONE and comparison.kind is ComparisonKind.CALIBRATION:
         for result in comparison.results:
+            # In the order the arms ran: both are one build, and what running second does to a
+            # run is measured apart from the noise (tracker.comparisons.calibration).
             usable = [
-                view.values()
+                view.values_in_run_order()
                 for view in table.get((result.case_id, result.hardware_kind_id), [])
                 if view.usable
             ]
@@ -192,7 +195,7 @@ def _calibration_interfered(comparison: Comparison, rounds: list[RoundView]) -> 
     rounds asked for (nothing for other comparisons)."""
     if comparison.kind is not ComparisonKind.CALIBRATION:
         return ()
-    usable = [view.values() for view in rounds if view.usable]
+    usable = [view.values_in_run_order() for view in rounds if view.usable]
     interfered = calibration_interfered(usable)
     return interfered if len(usable) - len(interfered) < comparison.rounds else ()
 

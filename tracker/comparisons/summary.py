@@ -6,18 +6,24 @@ newest successful run. :mod:`tracker.comparisons.verdicts` judges results from t
 A run flagged for its measuring conditions (``tracker.ingest.conditions``) does not count: its job is queued
 once more with the same round and arm, and the arm is the newest job's — pending while the re-run
 waits, measured by the re-run once it is in, without a value when the re-run was flagged too.
+
+Rounds are queued A B, B A, ... (:func:`tracker.comparisons.creation.round_order`), but which arm
+of a round ran first is read from what happened (:attr:`RoundView.first`): a re-run is queued
+last and may start after the other arm.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from tracker.enums import FINISHED_JOB_STATES, Arm, ComparisonState, RunStatus
+from tracker.comparisons.calibration import calibrations_of
+from tracker.enums import FINISHED_JOB_STATES, Arm, ComparisonKind, ComparisonState, RunStatus
 from tracker.errors import NotFound
-from tracker.models import Comparison, ComparisonResult, Job, Run
+from tracker.models import Calibration, Comparison, ComparisonResult, Job, Run
 from tracker.statistics.ab import RoundValues
 
 
@@ -41,6 +47,12 @@ class ArmView:
     def ended(self) -> bool:
         """The job will not change any more (done, failed or cancelled)."""
         return self.job is not None and self.job.state in FINISHED_JOB_STATES
+
+    @property
+    def started_at(self) -> dt.datetime | None:
+        """When the job was last handed to a runner (its measuring process started then, UTC);
+        ``None`` while it has never been."""
+        return self.job.leased_at if self.job is not None else None
 
     @property
     def failure(self) -> str | None:
@@ -80,19 +92,44 @@ class RoundView:
             return None
         return (self.head.value_ms / self.base.value_ms - 1.0) * 100.0
 
+    @property
+    def first(self) -> Arm | None:
+        """The arm that started first, as it happened: the one whose job was handed out first (on
+        equal times, the one queued first); ``None`` while neither has started.
+
+        Not the planned order: a re-run of a flagged run keeps its round but is queued last.
+        """
+        started = [
+            (arm.started_at, arm.job.id, name)
+            for name, arm in ((Arm.BASE, self.base), (Arm.HEAD, self.head))
+            if arm.job is not None and arm.started_at is not None
+        ]
+        return min(started)[2] if started else None
+
     def values(self) -> RoundValues:
         """The pair the statistics take (only for a usable round)."""
         assert self.base.value_ms is not None
         assert self.head.value_ms is not None
         return RoundValues(base=self.base.value_ms, head=self.head.value_ms)
 
+    def values_in_run_order(self) -> RoundValues:
+        """The pair in the order the arms ran: the first run as ``base``, the second as ``head``
+        (only for a usable round). An A/A calibration reads its rounds so: both arms are one build,
+        and ``ln(head / base)`` is then the order effect plus noise."""
+        pair = self.values()
+        if self.first is Arm.HEAD:
+            return RoundValues(base=pair.head, head=pair.base)
+        return pair
+
 
 @dataclass(frozen=True)
 class ResultView:
-    """A case × hardware result with its rounds."""
+    """A case × hardware result with its rounds and, for an A/A comparison once done, the
+    calibration it stored."""
 
     result: ComparisonResult
     rounds: list[RoundView]
+    calibration: Calibration | None = None
 
 
 @dataclass(frozen=True)
@@ -168,10 +205,19 @@ def comparison_view(*, session: Session, comparison_id: int) -> ComparisonView:
     """A comparison with, per case × hardware result, its rounds (values, run ids, job states)."""
     comparison = get_comparison(session=session, comparison_id=comparison_id)
     table = rounds_of(session=session, comparison_id=comparison.id)
+    stored = (
+        calibrations_of(session=session, comparison_ids=[comparison.id])
+        if comparison.kind is ComparisonKind.CALIBRATION
+        else {}
+    )
     return ComparisonView(
         comparison=comparison,
         results=[
-            ResultView(result=result, rounds=table.get((result.case_id, result.hardware_kind_id), []))
+            ResultView(
+                result=result,
+                rounds=table.get((result.case_id, result.hardware_kind_id), []),
+                calibration=stored.get((comparison.id, result.case_id, result.hardware_kind_id)),
+            )
             for result in comparison.results
         ],
     )

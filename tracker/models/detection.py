@@ -250,6 +250,9 @@ class Calibration(Base):
 
     ``false_verdict_rate`` and ``mde_pct`` map a round count (as a string key) to the share of
     sub-comparisons that called a change, and to the smallest change detectable with 80 % power.
+    The order effect is how the second run of a round compared with the first, with its 95 %
+    interval (``tracker.comparisons.calibration.order_effect``); NULL in calibrations stored
+    before it was measured.
     """
 
     __tablename__ = "calibrations"
@@ -264,6 +267,15 @@ class Calibration(Base):
     threshold_pct: Mapped[float] = mapped_column(Float, nullable=False, comment="model threshold judged, %")
     false_verdict_rate: Mapped[json_dict]
     mde_pct: Mapped[json_dict]
+    order_effect_pct: Mapped[float | None] = mapped_column(
+        Float, comment="second run of a round vs the first, % (negative: faster); NULL: not measured"
+    )
+    order_effect_low_pct: Mapped[float | None] = mapped_column(
+        Float, comment="its 95 % interval's low end, %"
+    )
+    order_effect_high_pct: Mapped[float | None] = mapped_column(
+        Float, comment="its 95 % interval's high end, %"
+    )
     created_at: Mapped[created_at]
 
     case: Mapped[Case] = relationship()

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from tracker.comparisons.calibration import list_calibrations
+from tracker.comparisons.calibration import calibrations_of, list_calibrations
 from tracker.comparisons.creation import (
     create_calibration,
     create_comparison,
@@ -39,7 +39,8 @@ _NOT_FOUND = {404: "No such comparison"}
 def request_comparison(
     body: ComparisonIn, session: WriteSessionDep, token: AdminTokenDep
 ) -> ComparisonDetailOut:
-    """Compare head with base on the cases (each on its hardware kinds) in interleaved rounds."""
+    """Compare head with base on the cases (each on its hardware kinds) in interleaved rounds, the
+    arms' order alternating (A B, B A, ...)."""
     repository = repository_of_cases(session=session, cases=body.cases)
     base = resolve_candidate(
         session=session, repository=repository, sha=body.base.sha, patches=body.base.patches
@@ -83,16 +84,19 @@ def read_comparisons(
     found = list_comparisons(
         session=session, state=chosen, pr_number=pr_number, limit=min(limit, settings.max_page_size)
     )
-    outputs = output_runs(session=session, comparison_ids=[comparison.id for comparison in found])
-    return [ComparisonOut.of(comparison, outputs) for comparison in found]
+    ids = [comparison.id for comparison in found]
+    outputs = output_runs(session=session, comparison_ids=ids)
+    calibrations = calibrations_of(session=session, comparison_ids=ids)
+    return [ComparisonOut.of(comparison, outputs, calibrations) for comparison in found]
 
 
 @comparisons.get(
     "/{comparison_id}", response_model=ComparisonDetailOut, responses=errors(404, 422, notes=_NOT_FOUND)
 )
 def read_comparison(comparison_id: ComparisonId, session: SessionDep) -> ComparisonDetailOut:
-    """One comparison: per case × hardware the verdict, change, interval, threshold, rounds, head's
-    output against base's and, once there is a verdict, the diagnosis (why head differs from base)."""
+    """One comparison: per case × hardware the verdict, change, interval, threshold, rounds (each
+    with the arm that ran first), head's output against base's, an A/A calibration's order effect
+    and, once there is a verdict, the diagnosis (why head differs from base)."""
     view = comparison_view(session=session, comparison_id=comparison_id)
     return ComparisonDetailOut.of(
         view,

@@ -1,10 +1,10 @@
 """Shapes of the JSON API; the runner protocol's (uploads, register, claim, ...) live in :mod:`wire`."""
 
+from web.schemas.calibrations import CalibrationOut, OrderEffectOut
 from web.schemas.cases import CaseHardwareOut, CaseOut, HardwareOut
 from web.schemas.commits import CommitOut
 from web.schemas.comparisons import (
     CalibrationIn,
-    CalibrationOut,
     CandidateIn,
     CandidateOut,
     ComparisonDetailOut,
@@ -37,6 +37,7 @@ __all__ = [
     "HardwareOut",
     "Health",
     "JobOut",
+    "OrderEffectOut",
     "PatchOut",
     "RoundOut",
     "RunOut",

@@ -14,6 +14,7 @@ from tracker.comparisons.output_checks import OutputRuns, ResultKey, result_key
 from tracker.comparisons.summary import ArmView, ComparisonView, ResultView, RoundView
 from tracker.diagnosis.facts import Finding
 from tracker.models import Calibration, Candidate, Comparison, ComparisonResult
+from web.schemas.calibrations import OrderEffectOut
 from web.schemas.diagnosis import FindingOut
 from web.schemas.output_checks import OutputCheckOut
 from web.schemas.params import MAX_INT32, InModel
@@ -111,9 +112,14 @@ class ArmOut(BaseModel):
 
 
 class RoundOut(BaseModel):
-    """One round: base and head arm, and head vs base in percent."""
+    """One round: base and head arm, which of them ran first, and head vs base in percent."""
 
     round: int
+    first_arm: str | None = Field(
+        description="base or head: the arm whose run started first in this round, as it happened "
+        "(rounds are queued A B, B A, ...; a re-run of a flagged run may start after the other arm); "
+        "null while neither has started"
+    )
     base_ms: float | None
     head_ms: float | None
     ratio_pct: float | None
@@ -124,8 +130,10 @@ class RoundOut(BaseModel):
     @classmethod
     def of(cls, view: RoundView) -> RoundOut:
         """From the read model."""
+        first = view.first
         return cls(
             round=view.round,
+            first_arm=first.value if first is not None else None,
             base_ms=view.base.value_ms,
             head_ms=view.head.value_ms,
             ratio_pct=view.ratio_pct,
@@ -161,15 +169,25 @@ class _ResultFields(BaseModel):
     rounds_failed: int
     note: str
     updated_at: dt.datetime | None
+    order_effect: OrderEffectOut | None = Field(
+        description="A/A calibrations, once stored: the second run of a round against the first; "
+        "null for other comparisons"
+    )
 
 
 class ComparisonResultOut(_ResultFields):
     """The verdict for one case on one hardware kind (values are ms per denoise step)."""
 
     @classmethod
-    def of(cls, result: ComparisonResult, runs: OutputRuns | None = None) -> ComparisonResultOut:
-        """From the ORM object (and the runs whose outputs it compared)."""
-        return cls(**_result_fields(result, runs or OutputRuns()))
+    def of(
+        cls,
+        result: ComparisonResult,
+        runs: OutputRuns | None = None,
+        calibration: Calibration | None = None,
+    ) -> ComparisonResultOut:
+        """From the ORM object (and the runs whose outputs it compared, and the calibration an
+        A/A comparison stored for it)."""
+        return cls(**_result_fields(result, runs or OutputRuns(), calibration))
 
 
 class ComparisonResultDetailOut(_ResultFields):
@@ -189,7 +207,7 @@ class ComparisonResultDetailOut(_ResultFields):
     ) -> ComparisonResultDetailOut:
         """From the read model (and the result's diagnosis and output runs, if read)."""
         return cls(
-            **_result_fields(view.result, runs or OutputRuns()),
+            **_result_fields(view.result, runs or OutputRuns(), view.calibration),
             rounds=[RoundOut.of(item) for item in view.rounds],
             diagnosis=[FindingOut.of(finding) for finding in diagnosis],
         )
@@ -230,15 +248,26 @@ class ComparisonOut(_ComparisonFields):
 
     @classmethod
     def of(
-        cls, comparison: Comparison, outputs: Mapping[ResultKey, OutputRuns] | None = None
+        cls,
+        comparison: Comparison,
+        outputs: Mapping[ResultKey, OutputRuns] | None = None,
+        calibrations: Mapping[tuple[int, int, int], Calibration] | None = None,
     ) -> ComparisonOut:
         """From the ORM object (results without their rounds); ``outputs``: the runs whose outputs
-        each result compared (:func:`tracker.comparisons.output_checks.output_runs`)."""
+        each result compared (:func:`tracker.comparisons.output_checks.output_runs`);
+        ``calibrations``: those A/A comparisons stored
+        (:func:`tracker.comparisons.calibration.calibrations_of`)."""
         found = outputs or {}
+        stored = calibrations or {}
         return cls(
             **_comparison_fields(comparison),
             results=[
-                ComparisonResultOut.of(result, found.get(result_key(result))) for result in comparison.results
+                ComparisonResultOut.of(
+                    result,
+                    found.get(result_key(result)),
+                    stored.get((comparison.id, result.case_id, result.hardware_kind_id)),
+                )
+                for result in comparison.results
             ],
         )
 
@@ -271,43 +300,9 @@ class ComparisonDetailOut(_ComparisonFields):
         )
 
 
-class CalibrationOut(BaseModel):
-    """What an A/A comparison measured for one case on one hardware kind.
-
-    ``false_verdict_rate`` and ``mde_pct`` are keyed by round count.
-    """
-
-    id: int
-    case: str
-    case_version: int
-    hardware: str
-    comparison_id: int | None
-    rounds: int
-    round_noise_pct: float
-    threshold_pct: float
-    false_verdict_rate: dict[str, float]
-    mde_pct: dict[str, float]
-    created_at: dt.datetime
-
-    @classmethod
-    def of(cls, calibration: Calibration) -> CalibrationOut:
-        """From the ORM object."""
-        return cls(
-            id=calibration.id,
-            case=calibration.case.slug,
-            case_version=calibration.case.version,
-            hardware=calibration.hardware_kind.name,
-            comparison_id=calibration.comparison_id,
-            rounds=calibration.rounds,
-            round_noise_pct=calibration.round_noise_pct,
-            threshold_pct=calibration.threshold_pct,
-            false_verdict_rate=dict(calibration.false_verdict_rate),
-            mde_pct=dict(calibration.mde_pct),
-            created_at=calibration.created_at,
-        )
-
-
-def _result_fields(result: ComparisonResult, runs: OutputRuns) -> dict[str, Any]:
+def _result_fields(
+    result: ComparisonResult, runs: OutputRuns, calibration: Calibration | None
+) -> dict[str, Any]:
     return {
         "case": result.case.slug,
         "hardware": result.hardware_kind.name,
@@ -327,6 +322,7 @@ def _result_fields(result: ComparisonResult, runs: OutputRuns) -> dict[str, Any]
         "rounds_failed": result.rounds_failed,
         "note": result.note,
         "updated_at": result.updated_at,
+        "order_effect": OrderEffectOut.of(calibration),
     }
 
 

@@ -1,5 +1,6 @@
-"""A/B comparisons: interleaved rounds, verdicts, more rounds when inconclusive, failures, cancel,
-A/A calibration, thresholds from calibration. Jobs are driven the way runners drive them."""
+"""A/B comparisons: interleaved rounds (A B, B A, ...), verdicts, more rounds when inconclusive,
+failures, cancel, A/A calibration, thresholds from calibration. Jobs are driven the way runners
+drive them; the order of the arms and the order effect: test_arm_order.py."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ def planted(change_pct: float, noise_pct: float = 0.3) -> Callable[[Job], Outcom
     return outcome
 
 
-def test_rounds_are_queued_interleaved_and_claimed_a_b_a_b(session: Session) -> None:
+def test_rounds_are_queued_interleaved_and_claimed_a_b_b_a(session: Session) -> None:
     comparison = compare(session, rounds=2)
     agent = runner(session)
     claimed = [workflow_jobs.claim(session=session, runner=agent, now=T0) for _ in range(5)]
@@ -117,8 +118,8 @@ def test_rounds_are_queued_interleaved_and_claimed_a_b_a_b(session: Session) -> 
     assert [(job.comparison_round, job.arm) for job in jobs] == [
         (1, Arm.BASE),
         (1, Arm.HEAD),
-        (2, Arm.BASE),
         (2, Arm.HEAD),
+        (2, Arm.BASE),
     ]
     assert {job.reason for job in jobs} == {JobReason.PR}
     assert {job.priority for job in jobs} == {10}

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.comparisons.labels import ResultOutcome, comparison_label, output_summary, result_label
+from tracker.comparisons.labels import (
+    ResultOutcome,
+    comparison_label,
+    order_effect_summary,
+    order_effect_text,
+    output_summary,
+    result_label,
+)
 from tracker.enums import ComparisonState, OutputStatus, Verdict
 
 DONE = ComparisonState.DONE
@@ -74,3 +81,35 @@ def test_output_summaries() -> None:
     assert output_summary(OutputStatus.SAME, None, None) == "output the same picture"
     assert output_summary(OutputStatus.MISSING, None, None) == "output not compared (a side saved no output)"
     assert output_summary(None, None, None) == "output not checked yet"
+
+
+def test_order_effect_in_figures() -> None:
+    assert order_effect_text(-2.6, -5.9, 0.7) == "second run -2.6 % [-5.9, +0.7]"
+    assert order_effect_text(1.04, 0.2, 1.9) == "second run +1.0 % [+0.2, +1.9]"
+
+
+@pytest.mark.parametrize(
+    ("effect", "sentence"),
+    [
+        # The quiet demo's offload case: larger than the threshold, not told apart from noise.
+        (
+            (-2.6, -5.9, 0.7),
+            (
+                "The second run of a round was 2.6 % faster (within the noise: the interval holds 0), "
+                "more than the 2 % threshold: comparisons alternate their arms' order (A B, B A, ...), "
+                "so it lands on base and head alike and an even number of rounds cancels it."
+            ),
+        ),
+        (
+            (-1.2, -1.5, -0.9),
+            (
+                "The second run of a round was 1.2 % faster: comparisons alternate their arms' order "
+                "(A B, B A, ...), so it lands on base and head alike and an even number of rounds cancels it."
+            ),
+        ),
+        ((3.0, 2.5, 3.5), "The second run of a round was 3.0 % slower, more than the 2 % threshold: "),
+        ((0.02, -0.4, 0.5), "The second run of a round was as fast as the first (within the noise"),
+    ],
+)
+def test_order_effect_in_words(effect: tuple[float, float, float], sentence: str) -> None:
+    assert order_effect_summary(*effect, threshold_pct=2.0).startswith(sentence)

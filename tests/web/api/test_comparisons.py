@@ -144,6 +144,8 @@ def test_a_b_cycle(client: TestClient, admin_token: str, runner_token: str) -> N
     assert (result["case"], result["hardware"], result["verdict"]) == (CASE, "H200", "pending")
     assert [item["round"] for item in result["rounds"]] == [1, 2]
     assert {item["base"]["job_state"] for item in result["rounds"]} == {"queued"}
+    assert [item["first_arm"] for item in result["rounds"]] == [None, None]  # nothing started yet
+    assert result["order_effect"] is None  # not a calibration
     drive(client, runner_token, comparison, {"base": 263.7, "head": 287.6})
     detail = client.get(f"/api/v1/comparisons/{comparison['id']}").json()
     assert detail["state"] == "done"
@@ -155,6 +157,7 @@ def test_a_b_cycle(client: TestClient, admin_token: str, runner_token: str) -> N
     assert result["threshold_pct"] == 2.0
     assert result["threshold_source"] == "model"
     assert result["rounds_done"] == 2
+    assert [item["first_arm"] for item in result["rounds"]] == ["base", "head"]  # A B, then B A
     first = result["rounds"][0]
     assert first["usable"] is True
     assert first["ratio_pct"] == pytest.approx(100.0 * (first["head_ms"] / first["base_ms"] - 1.0))
@@ -211,6 +214,12 @@ def test_calibration_cycle(client: TestClient, admin_token: str, runner_token: s
     assert calibration["rounds"] == 2
     assert set(calibration["mde_pct"]) == {"2"}
     assert calibration["threshold_pct"] == 2.0
+    order = calibration["order_effect"]
+    assert order["ci_low_pct"] <= order["change_pct"] <= order["ci_high_pct"]
+    assert order["text"].startswith("second run ")
+    assert order["summary"].startswith("The second run of a round was ")
+    (result,) = client.get(f"/api/v1/comparisons/{comparison['id']}").json()["results"]
+    assert result["order_effect"] == order
     assert client.get("/api/v1/calibrations?hardware=GB300").json() == []
 
 
