@@ -94,6 +94,28 @@ class AlertStatus(StrEnum):
     EXPECTED = "expected"
 
 
+class AlertState(StrEnum):
+    """How an alert reads to people (lists, pages, the API, the bot): its status, except that a live
+    suspect is never ``open``: ``confirming`` while paired rounds decide, ``unconfirmed`` once they
+    refuted it or could not tell it from noise (never stored: :func:`tracker.detection.triage.alert_state`)."""
+
+    OPEN = "open"
+    CONFIRMING = "confirming"
+    UNCONFIRMED = "unconfirmed"
+    ACKNOWLEDGED = "acknowledged"
+    FIXED = "fixed"
+    EXPECTED = "expected"
+    INVALID = "invalid"
+
+
+class EstimateBasis(StrEnum):
+    """What the figure shown for an alert rests on."""
+
+    PAIRED = "paired"  # the paired rounds of its last good and first bad commits: estimate and interval
+    DETECTION = "detection"  # detection's first estimate from the runs either side (no paired rounds)
+    OUTPUT = "output"  # the seeded output's PSNR against the case's tolerance, dB (not a time)
+
+
 class Verdict(StrEnum):
     """Outcome of an A/B comparison of one case on one hardware kind."""
 

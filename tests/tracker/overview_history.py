@@ -17,11 +17,32 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from tests.factories import job_result, result_body
+from tests.tracker.views.alert_rows import paired_rounds
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.creation import create_comparison, repository_of_cases, resolve_candidate
-from tracker.enums import AlertStatus, Direction, JobReason, JobState, Metric, RunStatus
+from tracker.enums import (
+    AlertConfirmation,
+    AlertStatus,
+    ComparisonKind,
+    Direction,
+    EstimateBasis,
+    JobReason,
+    JobState,
+    Metric,
+    RunStatus,
+)
 from tracker.ingest.results import IngestLimits
-from tracker.models import Alert, Case, Commit, HardwareKind, Job, Run, Runner, SeriesLatest
+from tracker.models import (
+    Alert,
+    Case,
+    Commit,
+    Comparison,
+    HardwareKind,
+    Job,
+    Run,
+    Runner,
+    SeriesLatest,
+)
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
 from tracker.series.latest import rebuild_series_latest
@@ -50,6 +71,7 @@ def reference_overview(session: Session) -> list[OverviewRow]:
     runs = session.scalars(select(Run).options(selectinload(Run.commit), selectinload(Run.candidate))).all()
     jobs = {job.id: job for job in session.scalars(select(Job))}
     alerts = session.scalars(select(Alert).options(selectinload(Alert.first_bad_commit))).all()
+    paired = _reference_paired(session)
     series: dict[tuple[int, int], list[Run]] = defaultdict(list)
     for run in runs:
         series[(run.case_id, run.hardware_kind_id)].append(run)
@@ -63,12 +85,46 @@ def reference_overview(session: Session) -> list[OverviewRow]:
         kind_ids |= {kind_id for case_id, kind_id in series if case_id == case.id}
         for kind_id in kind_ids:
             key = (case.id, kind_id)
-            rows.append(_reference_row(case, kinds[kind_id], series.get(key, []), jobs, alerts))
+            rows.append(_reference_row(case, kinds[kind_id], series.get(key, []), jobs, alerts, paired))
     return sorted(rows, key=lambda row: (row.rank, row.family, row.case_slug, row.hardware))
 
 
+def _reference_paired(session: Session) -> dict[int, float]:
+    """Each alert's paired estimate: the first result of its newest confirmation comparison, if measured."""
+    comparisons = session.scalars(
+        select(Comparison)
+        .where(Comparison.kind == ComparisonKind.CONFIRMATION)
+        .options(selectinload(Comparison.results))
+    ).all()
+    newest: dict[int, Comparison] = {}
+    for comparison in comparisons:
+        if comparison.alert_id is not None and comparison.id > getattr(
+            newest.get(comparison.alert_id), "id", 0
+        ):
+            newest[comparison.alert_id] = comparison
+    return {
+        alert_id: comparison.results[0].change_pct
+        for alert_id, comparison in newest.items()
+        if comparison.results and comparison.results[0].change_pct is not None
+    }
+
+
+def _suspect(alert: Alert) -> bool:
+    """Paired rounds still deciding, or done without establishing it: no open alert, no regression."""
+    return alert.confirmation in (
+        AlertConfirmation.PENDING,
+        AlertConfirmation.REFUTED,
+        AlertConfirmation.TOO_NOISY,
+    )
+
+
 def _reference_row(
-    case: Case, kind: HardwareKind, runs: list[Run], jobs: dict[int, Job], alerts: Any
+    case: Case,
+    kind: HardwareKind,
+    runs: list[Run],
+    jobs: dict[int, Job],
+    alerts: Any,
+    paired: dict[int, float],
 ) -> OverviewRow:
     def job(run: Run) -> Job | None:
         return jobs.get(run.job_id) if run.job_id is not None else None
@@ -89,6 +145,7 @@ def _reference_row(
     nightlies = [run for run in runs if (found := job(run)) is not None and found.reason is JobReason.NIGHTLY]
     night = max(nightlies, key=lambda run: (run.measured_at or run.created_at, run.id), default=None)
     mine = [alert for alert in alerts if (alert.case_id, alert.hardware_kind_id) == (case.id, kind.id)]
+    live = [a for a in mine if a.status is AlertStatus.OPEN and not _suspect(a)]
     head = points[0] if points else None
     before = [float(run.denoise_step_ms or 0) for run in points[1 : BASELINE_RUNS + 1]]
     return OverviewRow(
@@ -111,23 +168,28 @@ def _reference_row(
         baseline_runs=len(before),
         recent_ms=tuple(float(run.denoise_step_ms or 0) for run in reversed(points[:SPARKLINE_RUNS])),
         open_regressions=sum(
-            a.status is AlertStatus.OPEN and a.direction is Direction.REGRESSION for a in mine
+            a.metric is not Metric.OUTPUT and a.direction is Direction.REGRESSION for a in live
         ),
         open_improvements=sum(
-            a.status is AlertStatus.OPEN and a.direction is Direction.IMPROVEMENT for a in mine
+            a.metric is not Metric.OUTPUT and a.direction is Direction.IMPROVEMENT for a in live
         ),
+        open_output_changes=sum(a.metric is Metric.OUTPUT for a in live),
         last_nightly_status=str(night.status) if night else None,
         last_nightly_at=(night.measured_at or night.created_at) if night else None,
         last_nightly_run_id=night.id if night else None,
-        recent_regression=_reference_regression(mine, head),
+        recent_regression=_reference_regression(mine, head, paired),
     )
 
 
-def _reference_regression(alerts: list[Alert], head: Run | None) -> RecentRegression | None:
+def _reference_regression(
+    alerts: list[Alert], head: Run | None, paired: dict[int, float]
+) -> RecentRegression | None:
     candidates = [
         alert
         for alert in alerts
         if alert.direction is Direction.REGRESSION
+        and alert.metric is not Metric.OUTPUT
+        and not _suspect(alert)
         and alert.status not in (AlertStatus.INVALID, AlertStatus.EXPECTED)
     ]
     newest = max(candidates, key=lambda alert: (alert.first_bad_commit.committed_at, alert.id), default=None)
@@ -138,7 +200,8 @@ def _reference_regression(alerts: list[Alert], head: Run | None) -> RecentRegres
     return RecentRegression(
         alert_id=newest.id,
         status=str(newest.status),
-        change_pct=newest.change_pct,
+        change_pct=paired.get(newest.id, newest.change_pct),
+        basis=EstimateBasis.PAIRED if newest.id in paired else EstimateBasis.DETECTION,
         first_bad_sha=newest.first_bad_commit.sha,
         first_bad_title=newest.first_bad_commit.title,
         first_bad_at=newest.first_bad_commit.committed_at,
@@ -212,23 +275,25 @@ def nightly(session: Session, case: str, hardware: str, index: int) -> None:
     )
 
 
-def alert(session: Session, case: str, hardware: str, index: int, **fields: Any) -> None:
+def alert(session: Session, case: str, hardware: str, index: int, **fields: Any) -> Alert:
     first_bad = session.scalar(select(Commit).where(Commit.sha == sha(index)))
+    last_good = session.scalar(select(Commit).where(Commit.sha == sha(index - 1)))
     assert first_bad is not None
-    session.add(
-        Alert(
-            case_id=get_current_case(session=session, slug=case).id,
-            hardware_kind_id=get_hardware_kind(session=session, name=hardware).id,
-            metric=Metric.DENOISE_STEP_MS,
-            first_bad_commit_id=first_bad.id,
-            before_value=100.0,
-            after_value=110.0,
-            change_pct=fields.pop("change_pct", 10.0),
-            threshold_pct=3.0,
-            **fields,
-        )
+    stored = Alert(
+        case_id=get_current_case(session=session, slug=case).id,
+        hardware_kind_id=get_hardware_kind(session=session, name=hardware).id,
+        metric=fields.pop("metric", Metric.DENOISE_STEP_MS),
+        first_bad_commit=first_bad,
+        last_good_commit=last_good,
+        before_value=100.0,
+        after_value=110.0,
+        change_pct=fields.pop("change_pct", 10.0),
+        threshold_pct=3.0,
+        **fields,
     )
+    session.add(stored)
     session.flush()
+    return stored
 
 
 def build_history(session: Session) -> None:
@@ -265,6 +330,39 @@ def build_history(session: Session) -> None:
     alert(session, QWEN, "H200", 24, status=AlertStatus.EXPECTED, direction=Direction.REGRESSION)
     alert(session, QWEN, "H200", 10, status=AlertStatus.OPEN, direction=Direction.IMPROVEMENT)
     alert(session, FLUX, "GB300", 4, status=AlertStatus.FIXED, direction=Direction.REGRESSION, change_pct=5.0)
+    # Neither a suspect paired rounds left unconfirmed nor a changed output is an open regression,
+    # nor the series' newest regression, though both are newer than any other.
+    noisy = alert(
+        session,
+        QWEN,
+        "H200",
+        32,
+        status=AlertStatus.OPEN,
+        direction=Direction.REGRESSION,
+        confirmation=AlertConfirmation.TOO_NOISY,
+    )
+    paired_rounds(session, noisy, change_pct=1.4, interval=(-0.2, 3.0))
+    alert(
+        session,
+        QWEN,
+        "H200",
+        31,
+        status=AlertStatus.OPEN,
+        direction=Direction.REGRESSION,
+        metric=Metric.OUTPUT,
+        change_pct=-32.1,
+    )
+    # A confirmed regression is shown with what its paired rounds measured.
+    confirmed = alert(
+        session,
+        FLUX,
+        "GB300",
+        27,
+        status=AlertStatus.ACKNOWLEDGED,
+        direction=Direction.REGRESSION,
+        confirmation=AlertConfirmation.CONFIRMED,
+    )
+    paired_rounds(session, confirmed, change_pct=4.2, interval=(3.1, 5.3))
 
 
 def stored_rows(session: Session) -> dict[tuple[int, int], tuple[Any, ...]]:

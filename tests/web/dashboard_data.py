@@ -1,7 +1,8 @@
 """A dashboard's worth of data, stored through the real ingest path (tracker functions a live
 server would call): a nightly series with a confirmed, bisected regression, its fix, a failed
 night, an imported regression with a hostile commit title, a PR comparison, an A/A calibration,
-runners online and offline, and queued work."""
+runners online and offline, and queued work; and, stored as rows, a suspect its paired rounds
+left unconfirmed (the demo's alert 4: too noisy to call)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
 from tests.tracker.bench import LIMITS, Bench
+from tests.tracker.views.alert_rows import unconfirmed_suspect
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.creation import create_calibration, create_comparison
 from tracker.enums import JobReason
@@ -24,6 +26,7 @@ from wire import CommitIn, ResultIn
 
 CASE = "qwen-image-t2i-1024"
 NIGHTLY_CASE = "wan2.1-t2v-1.3b"
+SUSPECT_CASE = "hunyuanvideo-t2v-480p"
 HOSTILE_TITLE = 'Fuse <b>norm</b> & "friends" <script>window.pwned=1</script>'
 CULPRIT, FIX, BROKEN = 34, 44, 39
 COMMITS = 50
@@ -126,5 +129,6 @@ def fill(session: Session) -> dict[str, int]:
             hardware=gb300,
             reason=JobReason.NIGHTLY,
         )
+    suspect = unconfirmed_suspect(session, 4, case=SUSPECT_CASE)
     session.flush()
-    return {"comparison": comparison.id, "calibration": calibration.id}
+    return {"comparison": comparison.id, "calibration": calibration.id, "suspect": suspect.id}

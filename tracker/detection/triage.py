@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session, selectinload
 
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.detection import bisection
 from tracker.detection.alert_log import record
-from tracker.enums import AlertConfirmation, AlertStatus, BisectionState, Direction, enum_values
+from tracker.enums import AlertConfirmation, AlertState, AlertStatus, BisectionState, Direction, enum_values
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Alert, Case
 
@@ -30,13 +30,19 @@ CONFIRMATIONS = tuple(enum_values(AlertConfirmation))
 # Suspects are not alerts: paired rounds are still deciding, refuted them, or could not tell
 # them from noise at the round cap ("unconfirmed: too noisy").
 SUSPECT_CONFIRMATIONS = (AlertConfirmation.PENDING, AlertConfirmation.REFUTED, AlertConfirmation.TOO_NOISY)
+# What an open suspect reads as: paired rounds still deciding, or done without establishing it.
+_SUSPECT_STATES = {
+    AlertConfirmation.PENDING: AlertState.CONFIRMING,
+    AlertConfirmation.REFUTED: AlertState.UNCONFIRMED,
+    AlertConfirmation.TOO_NOISY: AlertState.UNCONFIRMED,
+}
 
 
-def alert_state(alert: Alert) -> str:
-    """The status a reader should see: ``confirming`` while re-runs decide whether it is real."""
-    if alert.confirmation is AlertConfirmation.PENDING and alert.status is AlertStatus.OPEN:
-        return "confirming"
-    return alert.status.value
+def alert_state(alert: Alert) -> AlertState:
+    """The state a reader should see: an open suspect is ``confirming`` or ``unconfirmed``, never ``open``."""
+    if alert.status is AlertStatus.OPEN:
+        return _SUSPECT_STATES.get(alert.confirmation, AlertState.OPEN)
+    return AlertState(alert.status.value)
 
 
 def list_alerts(
@@ -50,7 +56,8 @@ def list_alerts(
     limit: int = 200,
     suspects: bool = True,
 ) -> list[Alert]:
-    """Alerts newest first, filtered; ``status`` also takes ``confirming``.
+    """Alerts newest first, filtered; ``status`` is the state :func:`alert_state` gives (``open``
+    leaves out suspects, ``confirming`` and ``unconfirmed`` are open suspects).
 
     ``suspects=False`` leaves out suspects (paired rounds still deciding, refuted, or too noisy
     to tell) unless a ``status`` or ``confirmation`` filter asks for them.
@@ -69,12 +76,7 @@ def list_alerts(
         )
     )
     if status is not None:
-        if status == "confirming":
-            query = query.where(
-                Alert.status == AlertStatus.OPEN, Alert.confirmation == AlertConfirmation.PENDING
-            )
-        else:
-            query = query.where(Alert.status == _status(status))
+        query = query.where(*in_state(_state(status)))
     if confirmation is not None:
         if confirmation not in CONFIRMATIONS:
             raise InvalidInput(
@@ -97,11 +99,29 @@ def list_alerts(
     return list(session.scalars(query))
 
 
+def in_state(state: AlertState) -> tuple[ColumnElement[bool], ...]:
+    """The conditions of :func:`alert_state` returning ``state``, for a query."""
+    if state is AlertState.OPEN:
+        return Alert.status == AlertStatus.OPEN, Alert.confirmation.not_in(SUSPECT_CONFIRMATIONS)
+    if state in (AlertState.CONFIRMING, AlertState.UNCONFIRMED):
+        suspects = [confirmation for confirmation, shown in _SUSPECT_STATES.items() if shown is state]
+        return Alert.status == AlertStatus.OPEN, Alert.confirmation.in_(suspects)
+    return (Alert.status == AlertStatus(state.value),)
+
+
+def _state(value: str) -> AlertState:
+    try:
+        return AlertState(value)
+    except ValueError:
+        valid = ", ".join(enum_values(AlertState))
+        raise InvalidInput("status", f"unknown status {value!r}; valid: {valid}") from None
+
+
 def _status(value: str) -> AlertStatus:
     try:
         return AlertStatus(value)
     except ValueError:
-        valid = ", ".join([*enum_values(AlertStatus), "confirming"])
+        valid = ", ".join(enum_values(AlertStatus))
         raise InvalidInput("status", f"unknown status {value!r}; valid: {valid}") from None
 
 

@@ -12,11 +12,12 @@ import datetime as dt
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.enums import JobState, OutboxKind
+from tracker.enums import AlertState, JobState, OutboxKind
 from tracker.github import outbox
-from tracker.models import NightlyRun
+from tracker.models import Alert, NightlyRun
 from tracker.scheduling.summary import NightlyRunView, nightly_run_view
 from tracker.settings import TrackingIssue
+from tracker.views.alert_display import AlertDisplay
 
 REPORT_WINDOW = dt.timedelta(
     days=3
@@ -82,10 +83,7 @@ def render_nightly(view: NightlyRunView, *, public_url: str | None) -> str:
         lines += ["", "**Changes found since this nightly:**", ""]
         for alert in view.alerts[:_ALERTS_SHOWN]:
             link = f" ([alert {alert.id}]({base}/alerts/{alert.id}))" if base else f" (alert {alert.id})"
-            lines.append(
-                f"- {alert.direction.value} {alert.change_pct:+.1f} % on `{_code(alert.case.slug)}` / "
-                f"{_code(alert.hardware_kind.name)}{link}"
-            )
+            lines.append(_alert_line(alert, view.displays[alert.id], link))
             lines += [
                 f"  - why: {_text(finding.summary)}" for finding in view.diagnoses.get(alert.id, [])[:1]
             ]
@@ -94,6 +92,19 @@ def render_nightly(view: NightlyRunView, *, public_url: str | None) -> str:
     if base:
         lines += ["", f"[All nightlies]({base}/nightly)"]
     return "\n".join(lines) + "\n"
+
+
+def _alert_line(alert: Alert, display: AlertDisplay, link: str) -> str:
+    """``- regression +8.42 % [+7.90, +8.95] % in 4 paired rounds on `case` / H200 (alert 3): open``;
+    a suspect is never open, and its paired rounds' reading follows its state."""
+    figure = display.reason if display.is_output else f"{alert.direction.value} {display.text}"
+    line = (
+        f"- {_text(figure)} on `{_code(alert.case.slug)}` / {_code(alert.hardware_kind.name)}{link}: "
+        f"{display.state.value}"
+    )
+    if display.state in (AlertState.CONFIRMING, AlertState.UNCONFIRMED) and display.reason:
+        line += f" ({_text(display.reason)})"
+    return line
 
 
 def _code(text: str) -> str:

@@ -1,6 +1,7 @@
 """What the nightly page and ``GET /api/v1/nightly`` show: per schedule, its latest runs, what
-they queued, which jobs failed, and the alerts created since each run with why each changed (their
-diagnoses, read for the whole page at once)."""
+they queued, which jobs failed, and the alerts created since each run with how each reads (state
+and figure, :mod:`tracker.views.alert_display`) and why each changed (their diagnoses), both read
+for the whole page at once."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tracker.diagnosis.facts import Finding
 from tracker.diagnosis.loading import alert_diagnoses
 from tracker.enums import JobReason, JobState
 from tracker.models import Alert, Candidate, Case, Commit, Job, NightlyRun
+from tracker.views.alert_display import AlertDisplay, alert_displays
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class NightlyRunView:
     failed_jobs: list[FailedJob] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
     diagnoses: dict[int, list[Finding]] = field(default_factory=dict)  # by alert id
+    displays: dict[int, AlertDisplay] = field(default_factory=dict)  # by alert id
 
     @property
     def ok(self) -> bool:
@@ -76,13 +79,15 @@ def nightly_summary(
 
 
 def _diagnose(session: Session, views: list[NightlyRunView]) -> None:
-    """Every listed alert's diagnosis, in one set of queries for all the views."""
+    """Every listed alert's diagnosis and display, in one set of queries for all the views."""
     alerts = {alert.id: alert for view in views for alert in view.alerts}
     if not alerts:
         return
     found = alert_diagnoses(session=session, alerts=list(alerts.values()))
+    displays = alert_displays(session=session, alerts=list(alerts.values()))
     for view in views:
         view.diagnoses = {alert.id: found.get(alert.id, []) for alert in view.alerts}
+        view.displays = {alert.id: displays[alert.id] for alert in view.alerts}
 
 
 def nightly_run_view(*, session: Session, run: NightlyRun, alert_limit: int = 50) -> NightlyRunView:

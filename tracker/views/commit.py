@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, selectinload
 from tracker.enums import JobReason
 from tracker.errors import InvalidInput
 from tracker.models import Alert, Commit, Job, Run
+from tracker.views.alert_display import AlertDisplay, alert_displays
 
 SHA_PREFIX = re.compile(r"^[0-9a-f]{4,40}$")
 MAX_MATCHES = 20
@@ -51,6 +52,7 @@ class CommitView:
     stacked: list[CommitResult]
     alerts_first_bad: list[Alert]
     alerts_culprit: list[Alert]
+    displays: dict[int, AlertDisplay]  # how each alert reads (state, figure), by alert id
 
 
 def commit_view(*, session: Session, commit: Commit) -> CommitView:
@@ -98,4 +100,5 @@ def commit_view(*, session: Session, commit: Commit) -> CommitView:
         stacked=[result for result in results if not result.run.candidate.is_plain],
         alerts_first_bad=[alert for alert in alerts if alert.first_bad_commit_id == commit.id],
         alerts_culprit=[alert for alert in alerts if alert.culprit_commit_id == commit.id],
+        displays=alert_displays(session=session, alerts=alerts),
     )

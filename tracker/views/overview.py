@@ -2,6 +2,11 @@
 baseline, a sparkline's worth of recent runs, its open alerts, its last nightly run and its newest
 regression, read in a fixed number of queries whatever the data.
 
+Alerts count as people read them (:mod:`tracker.views.alert_display`): a suspect paired rounds are
+still confirming, or left unconfirmed, is no open regression; an output alert (a changed picture,
+figures in dB) is counted apart from the speed alerts; a regression shows its paired estimate once
+paired rounds measured it.
+
 The newest points and the last nightly run of every series come from the read model ingest keeps,
 ``series_latest`` (:mod:`tracker.series.latest`): one row a series, not a ranking of recent runs.
 """
@@ -10,16 +15,18 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from tracker.enums import AlertStatus, Direction
+from tracker.detection.triage import SUSPECT_CONFIRMATIONS, in_state
+from tracker.enums import AlertState, AlertStatus, Direction, EstimateBasis, Metric
 from tracker.models import Alert, Case, CaseHardware, Commit, HardwareKind, SeriesCount
 from tracker.series.latest import CommitRef, LatestReads, SeriesSummary, read_current_latest
 from tracker.series.points import LATEST_POINTS, SeriesKey
 from tracker.statistics.steps import change_pct
+from tracker.views.alert_display import paired_estimates, shown_change
 
 BASELINE_RUNS = 5  # the overview's baseline: median of this many runs before the latest
 SPARKLINE_RUNS = LATEST_POINTS  # runs drawn in an overview sparkline: as many as a series keeps
@@ -31,11 +38,13 @@ if LATEST_POINTS < BASELINE_RUNS + 1:
 
 @dataclass(frozen=True)
 class RecentRegression:
-    """The newest regression alert of a series that is neither invalid nor expected."""
+    """The newest speed regression of a series that is neither invalid nor expected, nor a suspect
+    (still confirming, or unconfirmed); ``change_pct`` is the figure shown, as ``basis`` says."""
 
     alert_id: int
     status: str
     change_pct: float
+    basis: EstimateBasis
     first_bad_sha: str
     first_bad_title: str
     first_bad_at: dt.datetime
@@ -65,6 +74,7 @@ class OverviewRow:
     recent_ms: tuple[float, ...] = ()
     open_regressions: int = 0
     open_improvements: int = 0
+    open_output_changes: int = 0  # open output alerts: the seeded picture changed (not a speed change)
     last_nightly_status: str | None = None
     last_nightly_at: dt.datetime | None = None
     last_nightly_run_id: int | None = None
@@ -86,7 +96,7 @@ class OverviewRow:
 
     @property
     def open_alerts(self) -> int:
-        """Open alerts of the series, either direction."""
+        """Open speed alerts of the series, either direction (output changes are counted apart)."""
         return self.open_regressions + self.open_improvements
 
 
@@ -110,22 +120,25 @@ class _SeriesReads:
 
     counts: dict[SeriesKey, tuple[int, int]]  # runs, failed runs
     latest: LatestReads  # newest points and last nightly run, and the points' commits
-    open_alerts: dict[tuple[int, int, Direction], int]
+    open_alerts: dict[tuple[int, int, Direction], int]  # open speed alerts
+    open_outputs: dict[SeriesKey, int]  # open output alerts
     regressions: dict[SeriesKey, RecentRegression]
 
 
 def overview(*, session: Session) -> list[OverviewRow]:
-    """Every current case × hardware kind it runs on or has runs for, in eight queries whatever the
+    """Every current case × hardware kind it runs on or has runs for, in nine queries whatever the
     data (two or three more when a series' ``series_latest`` row is missing or out of date).
 
     Rows with an open regression come first, then those with a recent one (fixed or acknowledged),
     then by model family, case and hardware.
     """
     counts = _series_counts(session)
+    open_alerts, open_outputs = _open_alert_counts(session)
     reads = _SeriesReads(
         counts=counts,
         latest=read_current_latest(session=session, expected=counts.keys()),
-        open_alerts=_open_alert_counts(session),
+        open_alerts=open_alerts,
+        open_outputs=open_outputs,
         regressions=_newest_regressions(session),
     )
     kinds = {row.id: row.name for row in session.execute(select(HardwareKind.id, HardwareKind.name))}
@@ -172,18 +185,31 @@ def _series_counts(session: Session) -> dict[SeriesKey, tuple[int, int]]:
     return {(row.case_id, row.hardware_kind_id): (row.runs, row.failed) for row in counts}
 
 
-def _open_alert_counts(session: Session) -> dict[tuple[int, int, Direction], int]:
-    """Open alerts by case, hardware kind and direction."""
-    open_alerts = session.execute(
-        select(Alert.case_id, Alert.hardware_kind_id, Alert.direction, func.count().label("alerts"))
-        .where(Alert.status == AlertStatus.OPEN)
-        .group_by(Alert.case_id, Alert.hardware_kind_id, Alert.direction)
-    ).all()
-    return {(row.case_id, row.hardware_kind_id, row.direction): row.alerts for row in open_alerts}
+def _open_alert_counts(
+    session: Session,
+) -> tuple[dict[tuple[int, int, Direction], int], dict[SeriesKey, int]]:
+    """Open alerts (suspects aside) by case, hardware kind and direction; open output alerts apart."""
+    speed: dict[tuple[int, int, Direction], int] = {}
+    outputs: dict[SeriesKey, int] = {}
+    for row in session.execute(
+        select(
+            Alert.case_id, Alert.hardware_kind_id, Alert.direction, Alert.metric, func.count().label("alerts")
+        )
+        .where(*in_state(AlertState.OPEN))
+        .group_by(Alert.case_id, Alert.hardware_kind_id, Alert.direction, Alert.metric)
+    ):
+        if row.metric is Metric.OUTPUT:
+            key = (row.case_id, row.hardware_kind_id)
+            outputs[key] = outputs.get(key, 0) + row.alerts
+        else:
+            key3 = (row.case_id, row.hardware_kind_id, row.direction)
+            speed[key3] = speed.get(key3, 0) + row.alerts
+    return speed, outputs
 
 
 def _newest_regressions(session: Session) -> dict[SeriesKey, RecentRegression]:
-    """The regression with the newest first-bad commit of every series, invalid and expected ones aside."""
+    """The speed regression with the newest first-bad commit of every series, invalid and expected
+    ones and suspects aside, shown with its paired estimate when it has one (two queries)."""
     regressions: dict[SeriesKey, RecentRegression] = {}
     for row in session.execute(
         select(
@@ -199,7 +225,9 @@ def _newest_regressions(session: Session) -> dict[SeriesKey, RecentRegression]:
         .join(Commit, Commit.id == Alert.first_bad_commit_id)
         .where(
             Alert.direction == Direction.REGRESSION,
+            Alert.metric != Metric.OUTPUT,
             Alert.status.not_in((AlertStatus.INVALID, AlertStatus.EXPECTED)),
+            Alert.confirmation.not_in(SUSPECT_CONFIRMATIONS),
         )
         .order_by(Commit.committed_at, Alert.id)
     ):
@@ -207,10 +235,15 @@ def _newest_regressions(session: Session) -> dict[SeriesKey, RecentRegression]:
             alert_id=row.id,
             status=str(row.status),
             change_pct=row.change_pct,
+            basis=EstimateBasis.DETECTION,
             first_bad_sha=row.sha,
             first_bad_title=row.title,
             first_bad_at=row.committed_at,
         )
+    paired = paired_estimates(session=session, alert_ids=[item.alert_id for item in regressions.values()])
+    for key, regression in regressions.items():
+        shown, basis = shown_change(regression.change_pct, paired.get(regression.alert_id))
+        regressions[key] = replace(regression, change_pct=shown, basis=basis)
     return regressions
 
 
@@ -245,6 +278,7 @@ def _overview_row(case: _CaseFacts, kind_id: int, hardware: str, reads: _SeriesR
         recent_ms=latest.values_ms[:SPARKLINE_RUNS][::-1],
         open_regressions=reads.open_alerts.get((*key, Direction.REGRESSION), 0),
         open_improvements=reads.open_alerts.get((*key, Direction.IMPROVEMENT), 0),
+        open_output_changes=reads.open_outputs.get(key, 0),
         last_nightly_status=str(last_night.status) if last_night else None,
         last_nightly_at=last_night.at if last_night else None,
         last_nightly_run_id=last_night.run_id if last_night else None,

@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session, selectinload
 
 from tracker.catalog.cases import get_hardware_kind
 from tracker.detection.output_alerts import alert_kind, output_alert_view
-from tracker.detection.triage import alert_state
 from tracker.enums import Metric, RunStatus
 from tracker.models import Alert, Candidate, Case, Commit, Job, Run
 from tracker.series.state import ThresholdInfo, series_threshold
+from tracker.views.alert_display import alert_displays
 from tracker.views.series import Series, series
 
 LEVEL_RUNS = 10  # the current level: median of up to this many runs since the latest change
@@ -39,7 +39,7 @@ class ChartAlert:
     alert_id: int
     direction: str
     state: str
-    change_pct: float
+    change_pct: float  # as lists show it: the paired estimate once paired rounds measured one
     before_value: float
     after_value: float
     first_bad: ChartCommit
@@ -117,7 +117,7 @@ def measurement_flags(*, session: Session, run_ids: list[int]) -> dict[int, str]
 
 
 def chart_alerts(*, session: Session, case: Case, hardware_kind_id: int) -> list[ChartAlert]:
-    """Alerts of a series with their commits, in two queries."""
+    """Alerts of a series with their commits and how each reads, in three queries."""
     alerts = session.scalars(
         select(Alert)
         .where(Alert.case_id == case.id, Alert.hardware_kind_id == hardware_kind_id)
@@ -129,12 +129,13 @@ def chart_alerts(*, session: Session, case: Case, hardware_kind_id: int) -> list
             selectinload(Alert.fixed_by_commit),
         )
     ).all()
+    displays = alert_displays(session=session, alerts=alerts)
     return [
         ChartAlert(
             alert_id=alert.id,
             direction=alert.direction.value,
-            state=alert_state(alert),
-            change_pct=alert.change_pct,
+            state=displays[alert.id].state.value,
+            change_pct=displays[alert.id].change_pct,
             before_value=alert.before_value,
             after_value=alert.after_value,
             first_bad=_commit(alert.first_bad_commit),

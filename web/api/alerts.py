@@ -11,6 +11,7 @@ from tracker.detection.confirmation import confirmation_of
 from tracker.detection.triage import get_alert, list_alerts, request_bisection, triage_alert
 from tracker.diagnosis.loading import alert_diagnoses, alert_diagnosis
 from tracker.models import Alert, utcnow
+from tracker.views.alert_display import alert_displays
 from tracker.workflows.sweep import sweep
 from web.deps import AdminTokenDep, SessionDep, SettingsDep, WriteSessionDep
 from web.followups import FollowUpsDep
@@ -24,6 +25,7 @@ router = APIRouter(prefix="/alerts", tags=["alerts"])
 def _detail(session: Session, alert: Alert) -> AlertDetailOut:
     return AlertDetailOut.of(
         alert,
+        alert_displays(session=session, alerts=[alert])[alert.id],
         alert_diagnosis(session=session, alert=alert),
         confirmation=confirmation_of(session=session, alert=alert),
     )
@@ -34,7 +36,10 @@ def read_alerts(
     session: SessionDep,
     settings: SettingsDep,
     status: Annotated[
-        str | None, Query(description="open, confirming, acknowledged, fixed, invalid, expected")
+        str | None,
+        Query(
+            description="open (suspects aside), confirming, unconfirmed, acknowledged, fixed, invalid, expected"
+        ),
     ] = None,
     case: str | None = None,
     hardware: str | None = None,
@@ -55,8 +60,9 @@ def read_alerts(
         bool, Query(description="with each alert's diagnosis (why it changed); false leaves it empty")
     ] = True,
 ) -> list[AlertOut]:
-    """Alerts newest first with case, hardware, commits, before/after, change %, status and
-    diagnosis (read for the whole page at once: a fixed number of queries however many alerts)."""
+    """Alerts newest first with case, hardware, commits, before/after, change %, state, confirmation,
+    the paired estimate and interval, and diagnosis (read for the whole page at once: a fixed number
+    of queries however many alerts)."""
     alerts = list_alerts(
         session=session,
         status=status,
@@ -68,7 +74,8 @@ def read_alerts(
         suspects=suspects,
     )
     diagnoses = alert_diagnoses(session=session, alerts=alerts) if diagnosis else {}
-    return [AlertOut.of(alert, diagnoses.get(alert.id, ())) for alert in alerts]
+    displays = alert_displays(session=session, alerts=alerts)
+    return [AlertOut.of(alert, displays[alert.id], diagnoses.get(alert.id, ())) for alert in alerts]
 
 
 @router.get(
@@ -126,4 +133,4 @@ def run_sweep(session: WriteSessionDep, follow_ups: FollowUpsDep, _t: AdminToken
     report = sweep(session=session, now=utcnow())
     session.commit()
     follow_ups.start_bisections()
-    return SweepOut.of(report)
+    return SweepOut.of(report, alert_displays(session=session, alerts=report.alerts_touched))

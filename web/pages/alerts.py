@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -10,12 +11,12 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tracker.detection.confirmation import confirmation_of
-from tracker.detection.output_alerts import output_alert_view
 from tracker.detection.triage import TRANSITIONS, alert_state, get_alert, list_alerts, triage_alert
 from tracker.diagnosis.loading import alert_diagnosis
-from tracker.enums import AlertStatus, Metric
+from tracker.enums import AlertState, AlertStatus, Metric
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Alert, utcnow
+from tracker.views.alert_display import alert_displays
 from tracker.views.series import series
 from web.deps import DashboardAdminDep, SessionDep, WebSessionDep, WriteSessionDep
 from web.errors import redact
@@ -25,8 +26,16 @@ from web.schemas.params import AlertId
 
 router = APIRouter()
 
-# The triage queue's order: what needs a human first, closed alerts last.
-STATE_ORDER = ("open", "confirming", "acknowledged", "fixed", "expected", "invalid")
+# The triage queue's order: what needs a human first, suspects next, closed alerts last.
+STATE_ORDER = (
+    AlertState.OPEN,
+    AlertState.CONFIRMING,
+    AlertState.UNCONFIRMED,
+    AlertState.ACKNOWLEDGED,
+    AlertState.FIXED,
+    AlertState.EXPECTED,
+    AlertState.INVALID,
+)
 CLOSING = (AlertStatus.FIXED, AlertStatus.INVALID, AlertStatus.EXPECTED)
 CHART_POINTS_EACH_SIDE = 15
 
@@ -56,9 +65,7 @@ def age(created_at: dt.datetime, now: dt.datetime) -> str:
 
 
 def _rank(alert: Alert) -> tuple[int, float]:
-    state = alert_state(alert)
-    position = STATE_ORDER.index(state) if state in STATE_ORDER else len(STATE_ORDER)
-    return position, -alert.created_at.timestamp()
+    return STATE_ORDER.index(alert_state(alert)), -alert.created_at.timestamp()
 
 
 @router.get("/alerts", response_class=HTMLResponse)
@@ -91,10 +98,9 @@ def alerts_page(
     except (InvalidInput, NotFound) as refused:
         shown, error = [], redact(request, str(refused))  # the filter may be a pasted token
     now = utcnow()
-    rows = [(alert, alert_state(alert), age(alert.created_at, now)) for alert in sorted(shown, key=_rank)]
-    counts: dict[str, int] = {}
-    for alert in everything:
-        counts[alert_state(alert)] = counts.get(alert_state(alert), 0) + 1
+    displays = alert_displays(session=session, alerts=shown)
+    rows = [(alert, displays[alert.id], age(alert.created_at, now)) for alert in sorted(shown, key=_rank)]
+    counts = Counter(alert_state(alert) for alert in everything)
     return templates.TemplateResponse(
         request,
         "alerts.html",
@@ -107,7 +113,6 @@ def alerts_page(
             "states": STATE_ORDER,
             "cases": sorted({alert.case.slug for alert in everything}),
             "hardware_kinds": sorted({alert.hardware_kind.name for alert in everything}),
-            "outputs": {alert.id: view.summary for alert in shown if (view := output_alert_view(alert))},
         },
         status_code=422 if error else 200,
     )
@@ -162,8 +167,10 @@ def _chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
 def alert_page(request: Request, alert_id: AlertId, session: SessionDep, web: WebSessionDep) -> Response:
     """One alert: the numbers, why it changed, the chart around the change, bisection, history, triage."""
     alert = get_alert(session=session, alert_id=alert_id)
+    display = alert_displays(session=session, alerts=[alert])[alert.id]
     detail = AlertDetailOut.of(
         alert,
+        display,
         alert_diagnosis(session=session, alert=alert),
         confirmation=confirmation_of(session=session, alert=alert),
     )
@@ -174,6 +181,7 @@ def alert_page(request: Request, alert_id: AlertId, session: SessionDep, web: We
         {
             "title": f"Alert {alert.id}: {alert.case.slug} on {alert.hardware_kind.name}",
             "alert": alert,
+            "display": display,
             "detail": detail,
             "age": age(alert.created_at, utcnow()),
             "chart": _chart(session, alert),

@@ -11,7 +11,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from tracker.detection.triage import list_alerts
-from tracker.enums import AlertStatus, Direction
+from tracker.enums import AlertState, Direction, Metric
+from tracker.views.alert_display import alert_displays
 from tracker.views.overview import BASELINE_RUNS, SPARKLINE_RUNS, OverviewRow, overview
 from tracker.views.sparklines import Sparkline, sparkline
 from web.deps import SessionDep
@@ -109,15 +110,19 @@ def overview_page(
     for row in rows:
         measured_on[row.hardware] = measured_on.get(row.hardware, 0) + (1 if row.run_count else 0)
     columns = sorted(measured_on, key=lambda name: (-measured_on[name], name))
-    regressions = [
+    # Open alerts only (suspects still confirming or unconfirmed are not); a changed output is
+    # listed apart from the speed regressions, with its figures in dB.
+    open_alerts = [
         alert
         for alert in list_alerts(
-            session=session, status=AlertStatus.OPEN.value, direction=Direction.REGRESSION.value
+            session=session, status=AlertState.OPEN.value, direction=Direction.REGRESSION.value
         )
         if (not hardware or alert.hardware_kind.name == hardware)
         and (not model or alert.case.model_family == model)
         and (not suite or alert.case.suite == suite)
     ]
+    regressions = [alert for alert in open_alerts if alert.metric is not Metric.OUTPUT]
+    output_changes = [alert for alert in open_alerts if alert.metric is Metric.OUTPUT]
     now = dt.datetime.now(dt.UTC)
     return templates.TemplateResponse(
         request,
@@ -129,6 +134,8 @@ def overview_page(
             "columns": columns,
             "groups": _grid(rows, columns),
             "regressions": regressions,
+            "output_changes": output_changes,
+            "displays": alert_displays(session=session, alerts=open_alerts),
             "measured": sum(1 for row in all_rows if row.run_count),
             "filters": {"model": model, "hardware": hardware, "suite": suite},
             "options": {

@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field
 from tracker.comparisons.summary import ComparisonView
 from tracker.detection.bisection import bisection_view
 from tracker.detection.output_alerts import alert_kind, output_alert_view
-from tracker.detection.triage import alert_state
 from tracker.diagnosis.facts import Finding
 from tracker.models import Alert, AlertEvent, Commit
+from tracker.views.alert_display import AlertDisplay, PairedEstimate
 from tracker.workflows.sweep import SweepReport
 from web.schemas.commits import CommitOut
 from web.schemas.comparisons import RoundOut
@@ -128,6 +128,69 @@ class AlertOutputOut(BaseModel):
         return cls(psnr_db=view.psnr_db, ssim=view.ssim, tolerance_db=view.tolerance_db, summary=view.summary)
 
 
+class PairedEstimateOut(BaseModel):
+    """What an alert's paired rounds (last good = base, first bad = head) measured so far."""
+
+    comparison_id: int
+    url: str
+    finished: bool = Field(description="the rounds are over (their note is their reading)")
+    rounds: int = Field(description="usable rounds so far")
+    max_rounds: int
+    change_pct: float | None = Field(description="first bad vs last good, %; null before the first round")
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    base_ms: float | None = Field(description="the last good commit's level over the rounds")
+    head_ms: float | None = Field(description="the first bad commit's level over the rounds")
+    note: str
+
+    @classmethod
+    def of(cls, paired: PairedEstimate) -> PairedEstimateOut:
+        """From the read model of an alert's newest paired rounds."""
+        return cls(
+            comparison_id=paired.comparison_id,
+            url=f"/comparisons/{paired.comparison_id}",
+            finished=paired.finished,
+            rounds=paired.rounds,
+            max_rounds=paired.max_rounds,
+            change_pct=paired.change_pct,
+            ci_low_pct=paired.ci_low_pct,
+            ci_high_pct=paired.ci_high_pct,
+            base_ms=paired.base_ms,
+            head_ms=paired.head_ms,
+            note=paired.note,
+        )
+
+
+class AlertFigureOut(BaseModel):
+    """The figure an alert is shown with, and what it rests on."""
+
+    basis: str = Field(
+        description="paired (the paired rounds' estimate and interval), detection (detection's first "
+        "estimate: no paired round measured it) or output (the PSNR against the tolerance, dB)"
+    )
+    change_pct: float
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    before: float | None = Field(description="in unit: the last good side's level, or the tolerance")
+    after: float | None = Field(description="in unit: the first bad side's level, or the PSNR")
+    unit: str = Field(description="ms, or dB for an output alert")
+    text: str = Field(description='e.g. "-1.37 % [-2.30, -0.45] % in 16 paired rounds"')
+
+    @classmethod
+    def of(cls, display: AlertDisplay) -> AlertFigureOut:
+        """From the alert's display read model."""
+        return cls(
+            basis=display.basis.value,
+            change_pct=display.change_pct,
+            ci_low_pct=display.ci_low_pct,
+            ci_high_pct=display.ci_high_pct,
+            before=display.before,
+            after=display.after,
+            unit=display.unit,
+            text=display.text,
+        )
+
+
 class AlertOut(BaseModel):
     """A change on a series, where it happened and how it stands."""
 
@@ -143,16 +206,31 @@ class AlertOut(BaseModel):
     )
     output: AlertOutputOut | None = Field(default=None, description="output alerts: the output check")
     direction: str = Field(description="regression or improvement")
-    state: str = Field(description="status, or 'confirming' while re-runs decide")
+    state: str = Field(
+        description="status, except an open suspect: 'confirming' while paired rounds decide, "
+        "'unconfirmed' once they refuted it or could not tell it from noise (never 'open')"
+    )
     status: str
-    confirmation: str
+    confirmation: str = Field(
+        description="pending, confirmed, held, refuted, too_noisy, not_possible or not_needed"
+    )
+    confirmation_reason: str = Field(
+        default="", description="why the alert stands where it does: the paired rounds' reading or progress"
+    )
+    figure: AlertFigureOut = Field(
+        description="what lists show: the paired estimate and interval when paired rounds measured "
+        "the change, else detection's estimate (before_ms/after_ms/change_pct below)"
+    )
+    paired_estimate: PairedEstimateOut | None = Field(
+        default=None, description="the newest paired rounds of the alert, if it has any"
+    )
     last_good_commit: CommitOut | None
     first_bad_commit: CommitOut
     culprit_commit: CommitOut | None
     fixed_by_commit: CommitOut | None
-    before_ms: float
+    before_ms: float = Field(description="detection's level before the change (output alerts: see kind)")
     after_ms: float
-    change_pct: float
+    change_pct: float = Field(description="detection's first estimate, %")
     threshold_pct: float
     noise_pct: float | None
     p_value: float | None
@@ -168,9 +246,9 @@ class AlertOut(BaseModel):
     )
 
     @classmethod
-    def of(cls, alert: Alert, diagnosis: Sequence[Finding] = ()) -> AlertOut:
-        """From the ORM object, with its diagnosis."""
-        return cls(**_alert_fields(alert, diagnosis))
+    def of(cls, alert: Alert, display: AlertDisplay, diagnosis: Sequence[Finding] = ()) -> AlertOut:
+        """From the ORM object, with its display (state, figure, paired rounds) and diagnosis."""
+        return cls(**_alert_fields(alert, display, diagnosis))
 
 
 class AlertDetailOut(AlertOut):
@@ -185,11 +263,16 @@ class AlertDetailOut(AlertOut):
 
     @classmethod
     def of(
-        cls, alert: Alert, diagnosis: Sequence[Finding] = (), *, confirmation: ComparisonView | None = None
+        cls,
+        alert: Alert,
+        display: AlertDisplay,
+        diagnosis: Sequence[Finding] = (),
+        *,
+        confirmation: ComparisonView | None = None,
     ) -> AlertDetailOut:
-        """From the ORM object, with events, steps, the confirmation's rounds and the diagnosis."""
+        """From the ORM object, with its display, events, steps, the confirmation's rounds and the diagnosis."""
         return cls(
-            **_alert_fields(alert, diagnosis),
+            **_alert_fields(alert, display, diagnosis),
             paired_confirmation=PairedConfirmationOut.of(confirmation) if confirmation else None,
             events=[AlertEventOut.of(event) for event in alert.events],
             bisection_steps=[BisectionStepOut.of(step) for step in bisection_view(alert)],
@@ -197,7 +280,7 @@ class AlertDetailOut(AlertOut):
         )
 
 
-def _alert_fields(alert: Alert, diagnosis: Sequence[Finding]) -> dict[str, Any]:
+def _alert_fields(alert: Alert, display: AlertDisplay, diagnosis: Sequence[Finding]) -> dict[str, Any]:
     """The fields of :class:`AlertOut`, which :class:`AlertDetailOut` shows too."""
 
     def commit(value: Commit | None) -> CommitOut | None:
@@ -212,9 +295,8 @@ def _alert_fields(alert: Alert, diagnosis: Sequence[Finding]) -> dict[str, Any]:
         "kind": alert_kind(alert),
         "output": AlertOutputOut.of(alert),
         "direction": alert.direction.value,
-        "state": alert_state(alert),
+        **display_fields(alert, display),
         "status": alert.status.value,
-        "confirmation": alert.confirmation.value,
         "last_good_commit": commit(alert.last_good_commit),
         "first_bad_commit": CommitOut.of(alert.first_bad_commit),
         "culprit_commit": commit(alert.culprit_commit),
@@ -233,6 +315,18 @@ def _alert_fields(alert: Alert, diagnosis: Sequence[Finding]) -> dict[str, Any]:
     }
 
 
+def display_fields(alert: Alert, display: AlertDisplay) -> dict[str, Any]:
+    """How an alert reads (state, confirmation, the figure shown, its paired rounds), for every
+    schema that lists alerts."""
+    return {
+        "state": display.state.value,
+        "confirmation": alert.confirmation.value,
+        "confirmation_reason": "" if display.is_output else display.reason,
+        "figure": AlertFigureOut.of(display),
+        "paired_estimate": PairedEstimateOut.of(display.paired) if display.paired is not None else None,
+    }
+
+
 class TriageIn(InModel):
     """A triage decision."""
 
@@ -247,6 +341,9 @@ class SweepOut(BaseModel):
     alerts: list[AlertOut]
 
     @classmethod
-    def of(cls, report: SweepReport) -> SweepOut:
+    def of(cls, report: SweepReport, displays: Mapping[int, AlertDisplay]) -> SweepOut:
         """From the sweep's report: the alerts it created or changed, without their diagnosis."""
-        return cls(series=report.series, alerts=[AlertOut.of(alert) for alert in report.alerts_touched])
+        return cls(
+            series=report.series,
+            alerts=[AlertOut.of(alert, displays[alert.id]) for alert in report.alerts_touched],
+        )

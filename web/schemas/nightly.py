@@ -11,6 +11,8 @@ from tracker.detection.output_alerts import alert_kind, output_alert_view
 from tracker.diagnosis.facts import Finding
 from tracker.models import Alert
 from tracker.scheduling.summary import FailedJob, NightlyRunView, ScheduleSummary
+from tracker.views.alert_display import AlertDisplay
+from web.schemas.alerts import AlertFigureOut, PairedEstimateOut, display_fields
 from web.schemas.diagnosis import FindingOut
 
 
@@ -22,20 +24,25 @@ class NightlyAlertOut(BaseModel):
     case: str
     hardware: str
     direction: str
-    change_pct: float
+    change_pct: float = Field(description="detection's first estimate, %")
     kind: str = Field(default="speed", description="output (the seeded output changed) or speed")
     output_summary: str = Field(
         default="", description='output alerts: e.g. "output changed: PSNR 27.1 dB, …"'
     )
     status: str
+    state: str = Field(description="as GET /api/v1/alerts says: never 'open' for a suspect")
+    confirmation: str
+    confirmation_reason: str = Field(default="", description="the paired rounds' reading or progress")
+    figure: AlertFigureOut = Field(description="what lists show: the paired estimate when measured")
+    paired_estimate: PairedEstimateOut | None = None
     created_at: dt.datetime
     diagnosis: list[FindingOut] = Field(
         default_factory=list, description="why it changed, most telling first (see GET /api/v1/alerts/{id})"
     )
 
     @classmethod
-    def of(cls, alert: Alert, diagnosis: Sequence[Finding] = ()) -> NightlyAlertOut:
-        """From the ORM object, with its diagnosis."""
+    def of(cls, alert: Alert, display: AlertDisplay, diagnosis: Sequence[Finding] = ()) -> NightlyAlertOut:
+        """From the ORM object, with its display (state, figure, paired rounds) and diagnosis."""
         return cls(
             id=alert.id,
             url=f"/alerts/{alert.id}",
@@ -46,6 +53,7 @@ class NightlyAlertOut(BaseModel):
             kind=alert_kind(alert),
             output_summary=output.summary if (output := output_alert_view(alert)) else "",
             status=alert.status.value,
+            **display_fields(alert, display),
             created_at=alert.created_at,
             diagnosis=[FindingOut.of(finding) for finding in diagnosis],
         )
@@ -112,7 +120,10 @@ class NightlyRunOut(BaseModel):
             jobs_by_state=view.jobs_by_state,
             backfilled=[str(sha) for sha in run.backfilled],
             failed_jobs=[NightlyFailedJobOut.of(job) for job in view.failed_jobs],
-            alerts=[NightlyAlertOut.of(alert, view.diagnoses.get(alert.id, ())) for alert in view.alerts],
+            alerts=[
+                NightlyAlertOut.of(alert, view.displays[alert.id], view.diagnoses.get(alert.id, ()))
+                for alert in view.alerts
+            ],
         )
 
 

@@ -11,11 +11,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.factories import regression_payloads
+from tests.tracker.views.alert_rows import CASE, T0, output_alert, unconfirmed_suspect
 from tests.web.api.test_nightly import EARLIER, _resolver, _schedule
 from tracker.enums import JobState
 from tracker.models import GithubOutbox, Job, NightlyRun
 from tracker.scheduling.nightly import fire_nightly
-from tracker.scheduling.report import TrackingIssue, report_finished_nightlies
+from tracker.scheduling.report import TrackingIssue, render_nightly, report_finished_nightlies
+from tracker.scheduling.summary import nightly_run_view
 from tracker.settings import Settings
 
 pytestmark = pytest.mark.dialect
@@ -80,7 +82,9 @@ def test_a_nightly_is_reported_once_when_its_jobs_end(
     assert "### Nightly `sglang-nightly` for 2026-01-01 18:00 UTC: 1 failed" in body
     assert "- Jobs: 6 done, 1 failed" in body
     assert "OOM \\<b\\>on\\</b\\> step 3 \\| \\`rm -rf\\`" in body
-    assert "regression +9.1 % on `qwen-image-t2i-1024` / H200 ([alert" in body
+    # An import cannot be paired: detection's estimate, said to be one; the state as the alert reads.
+    assert "- regression +9.1 % (detection's estimate) on `qwen-image-t2i-1024` / H200 ([alert" in body
+    assert "): fixed" in body
     assert "https://perf.example/alerts/" in body
     assert "[All nightlies](https://perf.example/nightly)" in body
     session.refresh(run)
@@ -108,3 +112,22 @@ def test_the_tracking_issue_setting_is_checked_at_start_up(bad: str) -> None:
         == "sgl-project/sglang#12345"
     )
     assert TrackingIssue.parse(" sgl-project/sglang#7 ") == TrackingIssue("sgl-project/sglang", 7)
+
+
+def test_the_comment_shows_what_paired_rounds_measured_and_output_changes_in_db(session: Session) -> None:
+    run = NightlyRun(schedule="sglang-nightly", fired_at=T0, branch="main", backfilled=[])
+    session.add(run)
+    session.flush()
+    suspect = unconfirmed_suspect(session, 4)
+    output = output_alert(session, 6)
+    lines = render_nightly(nightly_run_view(session=session, run=run), public_url=None).splitlines()
+    [said] = [line for line in lines if f"(alert {suspect.id})" in line]
+    assert said.startswith(
+        f"- improvement -1.37 % \\[-2.30, -0.45\\] % in 16 paired rounds on `{CASE}` / H200 (alert {suspect.id}): "
+        "unconfirmed (unconfirmed, too noisy"
+    )
+    assert "3.6" not in said  # detection's first estimate is not what the rounds measured
+    [changed] = [line for line in lines if f"(alert {output.id})" in line]
+    assert changed.startswith("- output changed: PSNR 27.1 dB, SSIM 0.81 (tolerance 40 dB) on ")
+    assert changed.endswith(": open")
+    assert " ms" not in changed
