@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         help="stream with confirmation through every N-th series (0: none; default 1, 3 with --quick)",
     )
     parser.add_argument(
+        "--streaming-only",
+        action="store_true",
+        help="only streaming with paired confirmation (every series unless --stream-every): its tables",
+    )
+    parser.add_argument(
         "--exclude-first-bad",
         action="store_true",
         help="what-if (the old rule): a refuted suspect always excludes the first bad commit's "
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         task = progress.add_task("detectors over the series", total=len(dataset))
         evaluation = evaluate(
             dataset,
-            streaming=not (args.no_streaming or args.quick),
+            streaming=not (args.no_streaming or args.quick or args.streaming_only),
             confirmation=StreamPlan(
                 every=every, prior_dof=args.prior_dof, exclude_off_run=not args.exclude_first_bad
             ),
@@ -86,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
             progress=lambda done: progress.advance(task, done),
         )
         trials = args.trials // 10 if args.quick else args.trials
-        progress.add_task("A/B simulation", total=None)
-        cells = simulate(trials=trials, seed=args.ab_seed)
+        if not args.streaming_only:
+            progress.add_task("A/B simulation", total=None)
+        cells = [] if args.streaming_only else simulate(trials=trials, seed=args.ab_seed)
     dataset_summary(console, dataset)
     for detector in detectors():
         console.print(f"  {detector.name}: {detector.config}")
@@ -109,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             prior += "; what-if: a refutation always excludes the first bad commit's run"
         stream_tables(console, evaluation.stream, evaluation.stream_series, prior)
     console.print()
+    if args.streaming_only:
+        errors.print(f"done in {time.monotonic() - started:.0f} s")
+        return 0
     recall_table(console, scores)
     console.print()
     perftrack_cells(console, scores[0])

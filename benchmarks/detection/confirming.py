@@ -10,10 +10,12 @@ Each series is walked night by night, as the service sees it. After night ``t``'
    commits and directions), when a suspect in the same direction has the same first bad commit,
    whatever its outcome (a refuted one only with the same last good commit: when the refutation
    excluded the last good run, the first bad commit against an earlier one is a new question).
-   Confirmed, refuted and too-noisy suspects match only their own commit: paired rounds measured
-   them there, so a change found next to one is another suspect (a load phase refuted at its
-   first night is found again one night later, and refuted again; a too-noisy suspect does not
-   take in a real change a few nights on). Not mirrored: the service also retires a too-noisy
+   Refuted and too-noisy suspects match only their own commit: paired rounds found no change
+   there, so a change found next to one is another suspect (a load phase refuted at its first
+   night is found again one night later, and refuted again; a too-noisy suspect does not take in
+   a real change a few nights on). A confirmed suspect pins its step: a change up to three
+   commits away in its direction, while detection no longer reports one at its commit, is the
+   same change moved, not a second one. Not mirrored: the service also retires a too-noisy
    suspect whose nightly run lies far above its commit's paired runs and measures that commit
    again (``tracker.detection.confirmation``); the benchmark's nights are drawn once;
 3. :func:`tracker.statistics.paired_rounds.plan_change` plans it (everything here was measured by perftrack's
@@ -46,7 +48,7 @@ from tracker.comparisons.calibration import MAX_PRIOR_DOF
 from tracker.statistics.ab import ComparisonStats, NoisePrior, RoundValues
 from tracker.statistics.changepoints import Change, Detection, DetectorConfig, detect_changes
 from tracker.statistics.confirmation import ConfirmationOutcome, judge_confirmation
-from tracker.statistics.paired_rounds import ChangeAction, ConfirmationPolicy, plan_change
+from tracker.statistics.paired_rounds import ChangeAction, ConfirmationPolicy, plan_change, same_size
 
 # The prior as the service hands it over (``tracker.comparisons.calibration.series_noise_prior``): the series'
 # noise with its differences as degrees of freedom, at most this many. ``judge_confirmation`` caps
@@ -92,17 +94,43 @@ def _direction(change: Change) -> int:
     return 1 if change.is_regression else -1
 
 
-def _matches(suspects: list[Suspect], first_bad: int, last_good: int, direction: int) -> bool:
+# A confirmed change pins its step: a change of about its size that detection places this close to
+# it, in the same direction, while no longer reporting one at the confirmed commit, is the same
+# change moved (the service's ``tracker.detection.alert_matching.MATCH_RADIUS``).
+PIN_RADIUS = 3
+
+
+def _matches(
+    suspects: list[Suspect],
+    first_bad: int,
+    last_good: int,
+    direction: int,
+    reported: set[tuple[int, int]],
+    change_pct: float,
+) -> bool:
     """Whether a change at ``first_bad`` is a suspect already known (the service's matching).
 
     A refuted suspect whose *last good* run was the one excluded (the off run) no longer matches
-    its first bad commit: compared with an earlier last good commit it is a new question.
+    its first bad commit: compared with an earlier last good commit it is a new question. A
+    confirmed suspect also matches a change of about its size (``same_size``) up to
+    :data:`PIN_RADIUS` commits away in its direction while detection reports none at its own commit
+    (``reported``: index and direction of every change reported now): the step moved, it did not
+    happen twice.
     """
     for known in suspects:
         if known.direction != direction:
             continue
         if known.first_bad == first_bad and (
             known.outcome is not ConfirmationOutcome.REFUTED or known.last_good == last_good
+        ):
+            return True
+        if (
+            known.outcome is ConfirmationOutcome.CONFIRMED
+            and abs(known.first_bad - first_bad) <= PIN_RADIUS
+            and (known.first_bad, direction) not in reported
+            and same_size(
+                change_pct, known.paired_pct if known.paired_pct is not None else known.detected_pct
+            )
         ):
             return True
     return False
@@ -209,6 +237,7 @@ def stream_with_confirmation(
         )
         prior = series_prior(detection, prior_dof)
         refuted: set[int] = set()
+        reported = {(kept[change.index], _direction(change)) for change in detection.changes}
         for change in detection.changes:
             first_bad = kept[change.index]
             direction = _direction(change)
@@ -216,7 +245,7 @@ def stream_with_confirmation(
             if plan.action is not ChangeAction.CONFIRM or plan.last_good_index is None:
                 continue
             last_good = kept[plan.last_good_index]
-            if _matches(suspects, first_bad, last_good, direction):
+            if _matches(suspects, first_bad, last_good, direction, reported, change.change_pct):
                 continue
             outcome, rounds, stats = confirm(
                 series,

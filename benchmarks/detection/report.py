@@ -207,6 +207,8 @@ def power_tables(console: Console, cells: Sequence[PowerCell]) -> None:
 TARGET_NEUTRAL_PER_1000 = 0.5
 TARGET_ONE_NIGHT_RECALL = 0.90
 TARGET_F1 = 0.93
+# Recall of changes of exactly these sizes (percent), the targets at the threshold.
+TARGET_RECALL_AT = {2.0: 0.80, 3.0: 0.95}
 ONE_NIGHT_MIN_PCT = 5.0
 
 
@@ -248,6 +250,22 @@ def stream_tables(console: Console, stream: StreamTally, series: int, prior: str
         f"{tally.f1:.3f} ({tally.precision:.3f}, {tally.recall:.3f})",
         f"≥ {TARGET_F1:.2f}",
         _met(tally.f1 >= TARGET_F1),
+    )
+    for size in (2.0, 3.0, 5.0):
+        found, total = stream.recall_of_size(size)
+        share = found / total if total else None
+        wanted = TARGET_RECALL_AT.get(size)
+        targets.add_row(
+            f"recall of {size:g} % changes (lasting and one-night)",
+            f"{_f(share)} ({found}/{total})",
+            f"≥ {wanted:.2f}" if wanted is not None else "",
+            _met(share is not None and share >= wanted) if wanted is not None else "",
+        )
+    targets.add_row(
+        "confirmed twice (duplicate alerts for one change)",
+        str(stream.duplicates),
+        "0",
+        _met(stream.duplicates == 0),
     )
     targets.add_row("paired rounds /1000 pts", _f(stream.rounds_per_1000, 0), "", "")
     outcomes = stream.outcomes

@@ -163,6 +163,8 @@ class StreamTally:
     # of at least the threshold that were missed, and on neutral commits.
     lenient_true: int = 0
     lenient_neutral: int = 0
+    # Confirmed alerts beyond the first that match one labelled change (the same change twice).
+    duplicates: int = 0
 
     def add(self, series: LabelledSeries, outcome: StreamOutcome) -> None:
         """Score one series' suspects."""
@@ -189,6 +191,12 @@ class StreamTally:
         kind["neutral_alerts"] += neutral
         self.tally.add(series, alerts, expect_one_night=True)
         found = {change_no for _, change_no in match(alerts, series.changes).pairs}
+        for change in series.changes:
+            twice = sum(
+                abs(alert.index - change.index) <= TOLERANCE and alert.direction == change.direction
+                for alert in alerts
+            )
+            self.duplicates += max(0, twice - 1)
         for change_no, change in enumerate(series.changes):
             cell = (series.noise_pct, change.size_pct)
             if change.one_night and change.direction > 0:
@@ -222,6 +230,14 @@ class StreamTally:
     def rounds_per_1000(self) -> float:
         """Paired rounds per 1,000 nightly points."""
         return 1000.0 * self.rounds / self.points if self.points else 0.0
+
+    def recall_of_size(self, size: float) -> tuple[int, int]:
+        """Changes of ``size`` percent found, and all of them (lasting ones and one-night halves)."""
+        cells = [cell for cell in self.tally.total_by_cell if cell[1] == size]
+        return (
+            sum(self.tally.found_by_cell[cell] for cell in cells),
+            sum(self.tally.total_by_cell[cell] for cell in cells),
+        )
 
     def one_night_recall(self, min_size: float) -> float | None:
         """Recall of one-night regressions of at least ``min_size`` percent."""

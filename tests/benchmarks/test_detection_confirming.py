@@ -1,14 +1,16 @@
 """Streaming with paired confirmation on hand-built series: a planted step is confirmed, a load
-phase refuted (seeded)."""
+phase refuted (seeded); a confirmed step is pinned, never confirmed twice."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pytest
 
-from benchmarks.detection.confirming import StreamOutcome, stream_with_confirmation
-from benchmarks.detection.dataset import LabelledSeries, SeriesKind, TrueChange
+from benchmarks.detection import confirming
+from benchmarks.detection.confirming import StreamOutcome, Suspect, stream_with_confirmation
+from benchmarks.detection.dataset import DatasetShape, LabelledSeries, SeriesKind, TrueChange, make_dataset
 from benchmarks.detection.runmodel import RunModel, nightly_runs, run_sigma_for
 from benchmarks.detection.scoring import StreamTally
 from tracker.statistics.confirmation import ConfirmationOutcome
@@ -91,3 +93,47 @@ def test_a_load_phase_is_refuted_and_its_runs_leave_the_series() -> None:
 def test_the_same_seed_gives_the_same_suspects() -> None:
     series = _series("load", load=(30, 38))
     assert stream_with_confirmation(series) == stream_with_confirmation(series)
+
+
+@pytest.fixture(scope="module")
+def dataset() -> list[LabelledSeries]:
+    return make_dataset(20240611, DatasetShape())
+
+
+@pytest.mark.parametrize(("index", "change_at"), [(110, 37), (362, 27)])
+def test_a_confirmed_step_is_pinned_and_never_confirmed_twice(
+    dataset: list[LabelledSeries], index: int, change_at: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two series of the benchmark where detection, nights later, placed the confirmed step one
+    # commit on (its last good run refuted and gone), and paired rounds confirmed it again there.
+    series = dataset[index]
+    assert [change.index for change in series.changes] == [change_at]
+    pinned = stream_with_confirmation(series)
+    assert [first_bad for first_bad, _ in _confirmed(pinned)] == [change_at]
+    tally = StreamTally()
+    tally.add(series, pinned)
+    assert tally.duplicates == 0
+    monkeypatch.setattr(confirming, "PIN_RADIUS", -1)  # without the pinning: the same change twice
+    unpinned = StreamTally()
+    unpinned.add(series, stream_with_confirmation(series))
+    assert unpinned.duplicates == 1
+
+
+def test_a_change_of_about_the_confirmed_step_s_size_is_that_step_another_size_is_not() -> None:
+    confirmed = Suspect(
+        first_bad=40,
+        last_good=39,
+        direction=1,
+        night=40,
+        detected_pct=9.0,
+        established=False,
+        outcome=ConfirmationOutcome.CONFIRMED,
+        rounds=2,
+        paired_pct=10.0,
+    )
+    moved = {(41, 1)}
+    assert confirming._matches([confirmed], 41, 40, 1, moved, 9.5)
+    assert not confirming._matches([confirmed], 41, 40, 1, moved | {(40, 1)}, 9.5)  # both reported
+    assert not confirming._matches([confirmed], 41, 40, 1, moved, 30.0)  # a step of its own
+    assert not confirming._matches([confirmed], 45, 44, 1, {(45, 1)}, 9.5)  # too far away
+    assert not confirming._matches([confirmed], 41, 40, -1, {(41, -1)}, -9.5)  # the other way

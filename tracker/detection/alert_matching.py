@@ -2,9 +2,9 @@
 
 A change is an existing alert when it lands on the alert's first bad commit or culprit, inside
 its last-good..first-bad range, or (while detection no longer reports the alert's own commit) a
-few commits apart; one alert per series and first bad commit. A change may also undo a live
-regression, be the fix an alert records, or re-ask the question of an alert retired because its
-run was interfered with. :func:`tracker.detection.alerts.evaluate_series` asks these questions of
+few commits apart, a confirmed alert included (its paired rounds pin the step to its commit);
+one alert per series and first bad commit. A change may also undo a live regression, be the fix
+an alert records, or re-ask the question of an alert retired because its run was interfered with. :func:`tracker.detection.alerts.evaluate_series` asks these questions of
 every change, over a :class:`SeriesContext`.
 """
 
@@ -20,6 +20,7 @@ from tracker.enums import AlertConfirmation, AlertStatus, Direction, RunSource
 from tracker.models import Alert, Case, Commit, HardwareKind
 from tracker.series.state import SeriesCommit
 from tracker.statistics.changepoints import Change, Detection
+from tracker.statistics.paired_rounds import same_size
 
 MATCH_RADIUS = 3  # commits: a re-placed change within this distance is the same change
 LIVE = (AlertStatus.OPEN, AlertStatus.ACKNOWLEDGED)
@@ -58,8 +59,11 @@ def matching_alert(context: SeriesContext, change: Change) -> Alert | None:
     Exact matches first (first bad commit or culprit), then an alert in the same direction whose
     last-good..first-bad range holds the commit (bisection fills that range with runs). Within a
     few commits, an alert matches only if detection no longer reports a change at the alert's own
-    commits (the change moved), and never one that paired rounds refuted, confirmed or found too
-    noisy (they measured it at its commit: a too-noisy suspect must not absorb a later change).
+    commits (the change moved). A confirmed alert pins its step there: paired rounds put the change
+    at its commit, so detection placing a step of about its size a commit or two away as runs
+    arrive is the same change, never a second alert (a step of another size is a change of its
+    own). Never one that paired rounds refuted or found too noisy (they found no change at its
+    commit: a too-noisy suspect must not absorb a later change).
     """
     first_bad = context.commits[change.index].commit
     direction = direction_of(change)
@@ -76,17 +80,18 @@ def matching_alert(context: SeriesContext, change: Change) -> Alert | None:
         if direction_of(other) is direction and other is not change
     }
     for alert in same_way:
-        if alert.confirmation in (
-            AlertConfirmation.REFUTED,
-            AlertConfirmation.CONFIRMED,
-            AlertConfirmation.TOO_NOISY,
-        ):
-            continue  # paired rounds measured it at its commit: a change nearby is another suspect
+        if alert.confirmation in (AlertConfirmation.REFUTED, AlertConfirmation.TOO_NOISY):
+            continue  # paired rounds found no change at its commit: a change nearby is another suspect
         if alert.first_bad_commit_id in reported or alert.culprit_commit_id in reported:
             continue
         where = context.position(alert.first_bad_commit_id)
-        if where is not None and abs(where - change.index) <= MATCH_RADIUS:
-            return alert
+        if where is None or abs(where - change.index) > MATCH_RADIUS:
+            continue
+        if alert.confirmation == AlertConfirmation.CONFIRMED and not same_size(
+            change.change_pct, float(alert.evidence.get("paired_change_pct") or alert.change_pct)
+        ):
+            continue  # a step of another size next to a confirmed one is a change of its own
+        return alert
     return None
 
 

@@ -1,13 +1,23 @@
 """The confirmation judgement: whether paired rounds confirm a suspected change, refute it, or need more.
 
-:func:`judge_confirmation` reads the paired interval of a suspect's last good (base) and first bad
-(head) commits (:func:`tracker.statistics.ab.compare_rounds`) as one-sided bounds at 95 %, because
-the question is directional. **Confirmed** only when the bound nearest zero lies beyond the
-threshold in the suspect's direction, with or without the round most in that direction (one bad
-run never confirms); **refuted** when the far bound lies short of the threshold (the rounds rule
-out a change that large); otherwise more rounds (2 → 4 → 8 → 16), then **too noisy**: never
-confirmed, and said early when even the cap could not settle it. Rounds with an interfered run are
-set aside first and the noise prior counts as at most four degrees of freedom
+:func:`judge_confirmation` asks the paired rounds of a suspect's last good (base) and first bad
+(head) commits (:func:`tracker.statistics.ab.compare_rounds`) two questions, in the suspect's
+direction:
+
+* **is there a change?** The one-sided bound nearest zero, at ``change_confidence`` (99 %), lies
+  beyond a dead zone of a quarter of the threshold;
+* **is it big enough to matter?** The estimate reaches three quarters of the threshold, and the far
+  one-sided bound at ``confidence`` (95 %) does not rule the threshold out.
+
+Both yes: **confirmed** (and still so without the round most in the suspect's direction: one bad
+run never confirms). The far bound short of the threshold: **refuted** (the rounds rule out a change
+that large, even when they show a smaller one). Otherwise more rounds, planned from the rounds'
+own noise: as many as a change of exactly the threshold needs to be confirmed four times in five,
+never beyond the cap; at the cap, or as soon as the cap could not settle it, **too noisy**, with
+the rounds it would need. The promise this keeps: *a change of the threshold is confirmed at least
+four times in five when the cap allows the rounds its noise needs, and a commit that changed
+nothing is confirmed in well under one suspect in a hundred.* Rounds with an interfered run are set
+aside first and the noise prior counts as at most four degrees of freedom
 (:mod:`tracker.statistics.paired_rounds`); drift during the rounds cancels out because the arms
 alternate. The service (:mod:`tracker.detection.confirmation`) and the detection benchmark
 (``benchmarks/detection``) both call it, so they score and act on exactly the same rules.
@@ -20,12 +30,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scipy import stats as scipy_stats
-
-from tracker.statistics.ab import ComparisonStats, NoisePrior, RoundValues, compare_rounds
+from tracker.statistics.ab import ComparisonStats, NoisePrior, RoundValues
+from tracker.statistics.confirmation_reading import Reading, futile, read_rounds, rounds_needed
 from tracker.statistics.paired_rounds import ConfirmationPolicy, SetAside, set_aside_interfered
 
-__all__ = ["ConfirmationJudgement", "ConfirmationOutcome", "judge_confirmation"]
+__all__ = [
+    "ConfirmationJudgement",
+    "ConfirmationOutcome",
+    "confirmation_promise",
+    "judge_confirmation",
+    "rounds_needed",
+]
 
 
 class ConfirmationOutcome(StrEnum):
@@ -155,33 +170,46 @@ def _judge_rounds(
 ) -> ConfirmationJudgement:
     """The judgement from two rounds or more (those ``screened`` kept; ``prior`` already capped).
 
-    Confirmed or refuted when the bounds settle it, else :func:`_unsettled` says what comes next.
+    Refuted or confirmed when the bounds settle it, else :func:`_unsettled` says what comes next.
     """
-    stats = _bounded(screened.kept, threshold_pct, prior, policy)
-    reading = _read_bounds(stats, screened.kept, regression, threshold_pct, prior, policy)
+    kept = screened.kept
+    reading = read_rounds(kept, regression, threshold_pct, prior, policy)
+    stats = reading.stats
     way = "slower" if regression else "faster"
     count = f"{stats.rounds} paired round{'s' if stats.rounds != 1 else ''}{screened.note()}"
-    level = f"{policy.confidence * 100:g} %"
-    if reading.beyond and not reading.held_by:
-        return ConfirmationJudgement(
-            ConfirmationOutcome.CONFIRMED,
-            scheduled,
-            stats,
-            f"confirmed by {count}: {reading.interval}, {way} beyond the {threshold_pct:g} % threshold "
-            f"({level} one-sided bound), with or without its most {way} round",
-        )
-    if reading.short:
+    far_level = f"{policy.confidence * 100:g} %"
+    if reading.rules_out_threshold:
+        smaller = ": the change they show is smaller than that" if reading.is_change else ""
         return ConfirmationJudgement(
             ConfirmationOutcome.REFUTED,
             scheduled,
             stats,
             f"refuted by {count}: {reading.interval} rules out a change of {threshold_pct:g} % {way} "
-            f"({level} one-sided bound)",
+            f"({far_level} one-sided bound){smaller}",
+        )
+    if reading.confirms:
+        held_by = _held_by_one_round(kept, regression, threshold_pct, prior, policy)
+        if not held_by:
+            return ConfirmationJudgement(
+                ConfirmationOutcome.CONFIRMED,
+                scheduled,
+                stats,
+                f"confirmed by {count}: {reading.interval}, {way}; "
+                f"{_promise(threshold_pct, policy)}, with or without its most {way} round",
+            )
+        return _unsettled(
+            reading,
+            count,
+            held_by,
+            regression=regression,
+            threshold_pct=threshold_pct,
+            scheduled=scheduled,
+            policy=policy,
         )
     return _unsettled(
-        stats,
         reading,
         count,
+        "",
         regression=regression,
         threshold_pct=threshold_pct,
         scheduled=scheduled,
@@ -189,47 +217,31 @@ def _judge_rounds(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Reading:
-    """The paired interval read against the threshold in the suspect's direction.
-
-    ``interval`` is the estimate and interval as the reason states them; ``beyond`` whether the
-    bound nearest zero reaches the threshold, ``short`` whether the far bound falls short of it;
-    ``held_by`` why reaching it rests on one round (empty when it does not, or when not ``beyond``).
-    """
-
-    interval: str
-    beyond: bool
-    short: bool
-    held_by: str
+def _promise(threshold_pct: float, policy: ConfirmationPolicy) -> str:
+    """The rule a confirmation met, in words."""
+    return (
+        f"beyond ±{policy.dead_zone_share * threshold_pct:.2g} % ({policy.change_confidence * 100:g} % "
+        f"one-sided bound) and at least {policy.size_share * threshold_pct:.3g} % "
+        f"({policy.size_share * 100:g} % of the {threshold_pct:g} % threshold)"
+    )
 
 
-def _read_bounds(
-    stats: ComparisonStats,
-    rounds: Sequence[RoundValues],
-    regression: bool,
-    threshold_pct: float,
-    prior: NoisePrior | None,
-    policy: ConfirmationPolicy,
-) -> _Reading:
-    """Where the one-sided bounds of ``stats`` lie against the threshold (none before an interval)."""
-    bounds = _directional_bounds(stats, regression)
-    if bounds is None:
-        return _Reading(f"{stats.change_pct:+.2f} % (no interval yet)", beyond=False, short=False, held_by="")
-    near, far = bounds
-    beyond = near >= threshold_pct
-    return _Reading(
-        f"{stats.change_pct:+.2f} % [{stats.ci_low_pct:+.2f}, {stats.ci_high_pct:+.2f}]",
-        beyond=beyond,
-        short=far < threshold_pct,
-        held_by=_held_by_one_round(rounds, regression, threshold_pct, prior, policy) if beyond else "",
+def confirmation_promise(threshold_pct: float, policy: ConfirmationPolicy | None = None) -> str:
+    """What "confirmed" promises, in one sentence, for a threshold (the docs and the alert page)."""
+    policy = policy or ConfirmationPolicy()
+    return (
+        f"Confirmed means the paired rounds show a change {_promise(threshold_pct, policy)}, and do not "
+        f"rule the threshold out ({policy.confidence * 100:g} % one-sided bound): a change of the "
+        f"threshold is confirmed at least {policy.power * 100:g} % of the time when the cap of "
+        f"{policy.max_rounds} rounds allows the rounds its noise needs, and a commit that changed "
+        "nothing almost never is."
     )
 
 
 def _unsettled(
-    stats: ComparisonStats,
-    reading: _Reading,
+    reading: Reading,
     count: str,
+    held_by: str,
     *,
     regression: bool,
     threshold_pct: float,
@@ -237,17 +249,25 @@ def _unsettled(
     policy: ConfirmationPolicy,
 ) -> ConfirmationJudgement:
     """Neither confirmed nor refuted: more rounds, or too noisy at the cap or when the cap is futile."""
-    why = reading.held_by or f"crosses the {threshold_pct:g} % threshold"
-    futile = _futile(stats, regression, threshold_pct, scheduled, policy) if not reading.held_by else ""
-    if futile:
+    stats = reading.stats
+    why = held_by or _open_question(reading, threshold_pct, policy)
+    needed = (
+        rounds_needed(reading.ratio_sd, threshold_pct, policy, stats.dof - (stats.rounds - 1))
+        if reading.ratio_sd is not None
+        else None
+    )
+    needs = f"; about {needed} rounds would settle a change of {threshold_pct:g} %" if needed else ""
+    hopeless = "" if held_by else futile(reading, threshold_pct, scheduled, policy)
+    if hopeless:
         return ConfirmationJudgement(
             ConfirmationOutcome.TOO_NOISY,
             scheduled,
             stats,
-            f"unconfirmed, too noisy: {reading.interval} after {count} {why}, and {futile}",
+            f"unconfirmed, needs more rounds than the cap of {policy.max_rounds}: {reading.interval} after "
+            f"{count} {why}, and {hopeless}{needs}",
         )
     if scheduled < policy.max_rounds:
-        grown = policy.grown(scheduled)
+        grown = policy.grown(scheduled, needed if needed and needed <= policy.max_rounds else None)
         return ConfirmationJudgement(
             ConfirmationOutcome.MORE_ROUNDS,
             grown,
@@ -258,58 +278,18 @@ def _unsettled(
         ConfirmationOutcome.TOO_NOISY,
         scheduled,
         stats,
-        f"unconfirmed, too noisy: {reading.interval} after {count} (the cap) still {why}",
+        f"unconfirmed, needs more rounds than the cap of {policy.max_rounds}: {reading.interval} after "
+        f"{count} still {why}{needs}",
     )
 
 
-# Futility is judged from this many rounds on: two rounds' spread says too little about the rest.
-FUTILITY_FROM_ROUNDS = 4
-
-
-def _futile(
-    stats: ComparisonStats, regression: bool, threshold_pct: float, scheduled: int, policy: ConfirmationPolicy
-) -> str:
-    """Why even the cap's rounds could not settle it (empty when they still could).
-
-    The interval is projected to the cap: its half-width shrinks with the square root of the
-    rounds and with the t quantile's degrees of freedom. When the estimate lies closer to the
-    threshold than that projected half-width, neither confirmation nor refutation is in reach,
-    and more rounds would only spend runner time.
-    """
-    if scheduled < FUTILITY_FROM_ROUNDS or scheduled >= policy.max_rounds:
-        return ""
-    if stats.ci_low_pct is None or stats.ci_high_pct is None or stats.dof < 1 or stats.rounds < 2:
-        return ""
-    half = (math.log1p(stats.ci_high_pct / 100.0) - math.log1p(stats.ci_low_pct / 100.0)) / 2.0
-    more = policy.max_rounds - scheduled
-    quantile_now = float(scipy_stats.t.ppf(policy.confidence, stats.dof))
-    quantile_cap = float(scipy_stats.t.ppf(policy.confidence, stats.dof + more))
-    projected = half * (quantile_cap / quantile_now) * math.sqrt(stats.rounds / (stats.rounds + more))
-    toward = math.log1p(stats.change_pct / 100.0) * (1.0 if regression else -1.0)
-    if abs(toward - math.log1p(threshold_pct / 100.0)) >= projected:
-        return ""
-    return (
-        f"{policy.max_rounds} rounds would still leave about ±{math.expm1(projected) * 100:.1f} % "
-        f"around an estimate that close to the threshold"
-    )
-
-
-def _bounded(
-    rounds: Sequence[RoundValues], threshold_pct: float, prior: NoisePrior | None, policy: ConfirmationPolicy
-) -> ComparisonStats:
-    """The paired estimate with the interval whose ends are one-sided bounds at ``confidence``."""
-    return compare_rounds(
-        rounds, threshold_pct=threshold_pct, prior=prior, confidence=2.0 * policy.confidence - 1.0
-    )
-
-
-def _directional_bounds(stats: ComparisonStats, regression: bool) -> tuple[float, float] | None:
-    """The bounds as changes in the suspect's direction: (nearest zero, farthest), or ``None``."""
-    if stats.ci_low_pct is None or stats.ci_high_pct is None:
-        return None
-    if regression:
-        return stats.ci_low_pct, stats.ci_high_pct
-    return -stats.ci_high_pct, -stats.ci_low_pct
+def _open_question(reading: Reading, threshold_pct: float, policy: ConfirmationPolicy) -> str:
+    """Which question the rounds leave open, in words."""
+    if reading.near_change is None:
+        return "has no interval yet"
+    if not reading.is_change:
+        return f"does not yet clear ±{policy.dead_zone_share * threshold_pct:.2g} %"
+    return f"lies below {policy.size_share * threshold_pct:.3g} % but does not rule out {threshold_pct:g} %"
 
 
 def _held_by_one_round(
@@ -323,7 +303,9 @@ def _held_by_one_round(
 
     The rounds are judged again without the one most in the suspect's direction: a bad run in the
     head arm (or a lucky one in the base arm) lands there, and with a prior to keep the interval
-    narrow it could carry the estimate past the threshold on its own.
+    narrow it could carry the estimate across the dead zone on its own. Without it the rounds must
+    still show a change (the size question is asked of all the rounds: leaving out the most extreme
+    one biases the estimate toward zero).
     """
     if len(rounds) < 2:
         return "rests on a single round"
@@ -334,11 +316,11 @@ def _held_by_one_round(
 
     extreme = max(range(len(rounds)), key=lambda index: toward(rounds[index]))
     others = [pair for index, pair in enumerate(rounds) if index != extreme]
-    rest = _bounded(others, threshold_pct, prior, policy)
-    bounds = _directional_bounds(rest, regression)
+    rest = read_rounds(others, regression, threshold_pct, prior, policy)
     # Without a prior one round left has no interval; the full interval already carried the
-    # spread, so the other round's own estimate must then lie beyond the threshold.
-    near = bounds[0] if bounds is not None else (rest.change_pct if regression else -rest.change_pct)
-    if near >= threshold_pct:
+    # spread, so the other round's own estimate must then clear the dead zone.
+    threshold = math.log1p(threshold_pct / 100.0)
+    near = rest.near_change if rest.near_change is not None else rest.toward
+    if near >= policy.dead_zone_share * threshold:
         return ""
-    return f"reaches the {threshold_pct:g} % threshold only with round {extreme + 1}"
+    return f"shows a change only with round {extreme + 1}"

@@ -29,6 +29,7 @@ __all__ = [
     "SetAside",
     "interfered_runs",
     "plan_change",
+    "same_size",
     "set_aside_interfered",
 ]
 
@@ -43,33 +44,44 @@ class ChangeAction(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ConfirmationPolicy:
-    """How many paired rounds a confirmation starts with, the cap it may grow to, and its bounds.
+    """How many paired rounds a confirmation starts with, the cap it may grow to, and what it asks.
 
-    Rounds double while the judgement is inconclusive (2 → 4 → 8 → 16): a clear change of several
-    times the noise is settled by the first two, a change near the threshold on a noisy machine
-    needs the cap. ``confidence`` is the coverage of the **one-sided** bound in the suspect's
-    direction that confirmation and refutation compare with the threshold (bisection steps use it
-    as a two-sided interval). ``max_prior_dof`` caps the weight of the noise prior: a prior from a
-    long history is robust to bad runs, a round's ratio is not, so the rounds' own spread must
-    keep its say.
+    A confirmation asks two questions (:mod:`tracker.statistics.confirmation`): *is there a change*
+    (the one-sided bound at ``change_confidence`` nearest zero clears ``dead_zone_share`` of the
+    threshold) and *is it big enough to matter* (the estimate reaches ``size_share`` of the threshold,
+    and the far bound at ``confidence`` does not rule the threshold out). Rounds grow while the
+    answer is open: doubling (2 → 4 → 8 → 16), or straight to what the rounds' noise says a change of
+    the threshold needs to be confirmed with probability ``power``, never beyond ``max_rounds``.
+    Bisection steps read ``confidence`` as a two-sided interval. ``max_prior_dof`` caps the weight of
+    the noise prior: a prior from a long history is robust to bad runs, a round's ratio is not, so
+    the rounds' own spread must keep its say.
     """
 
     initial_rounds: int = 2
     max_rounds: int = 16
     confidence: float = 0.95
+    change_confidence: float = 0.995
+    dead_zone_share: float = 0.25
+    size_share: float = 0.75
+    power: float = 0.8
     max_prior_dof: int = 4
 
     def __post_init__(self) -> None:
         if not 1 <= self.initial_rounds <= self.max_rounds:
             raise ValueError("need 1 <= initial_rounds <= max_rounds")
-        if not 0.5 < self.confidence < 1:
-            raise ValueError("need 0.5 < confidence < 1")
+        if not 0.5 < self.confidence < 1 or not 0.5 < self.change_confidence < 1:
+            raise ValueError("need 0.5 < confidence, change_confidence < 1")
+        if not 0 <= self.dead_zone_share < self.size_share <= 1:
+            raise ValueError("need 0 <= dead_zone_share < size_share <= 1")
+        if not 0.5 <= self.power < 1:
+            raise ValueError("need 0.5 <= power < 1")
         if self.max_prior_dof < 0:
             raise ValueError("max_prior_dof must not be negative")
 
-    def grown(self, scheduled: int) -> int:
-        """Rounds in all after the next growth step from ``scheduled`` (at most the cap)."""
-        return min(max(2 * scheduled, self.initial_rounds), self.max_rounds)
+    def grown(self, scheduled: int, needed: int | None = None) -> int:
+        """Rounds in all after the next growth step from ``scheduled``: double, or the rounds
+        ``needed`` when more (at most the cap)."""
+        return min(max(2 * scheduled, self.initial_rounds, needed or 0), self.max_rounds)
 
     def capped(self, prior: NoisePrior | None) -> NoisePrior | None:
         """The prior with at most ``max_prior_dof`` degrees of freedom (``None`` when it has none)."""
@@ -232,3 +244,14 @@ def _tolerance(noise_pct: float | None) -> float:
 def _lower_median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     return ordered[(len(ordered) - 1) // 2]
+
+
+# A change re-placed next to a confirmed step is that step when its size is within this
+# share of the step the paired rounds measured (in logs); a larger or smaller one is a step of its own.
+SAME_SIZE_SHARE = 0.5
+
+
+def same_size(change_pct: float, step_pct: float) -> bool:
+    """Whether a change of ``change_pct`` is, by its size, the step of ``step_pct`` (same direction)."""
+    change, step = math.log1p(change_pct / 100.0), math.log1p(step_pct / 100.0)
+    return change * step > 0 and abs(change - step) <= SAME_SIZE_SHARE * abs(step)

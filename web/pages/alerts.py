@@ -16,6 +16,7 @@ from tracker.diagnosis.loading import alert_diagnosis
 from tracker.enums import AlertState, AlertStatus, Metric
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Alert, utcnow
+from tracker.statistics.confirmation import confirmation_promise
 from tracker.views.alert_display import alert_displays
 from tracker.views.series import series
 from web.deps import DashboardAdminDep, SessionDep, WebSessionDep, WriteSessionDep
@@ -183,6 +184,7 @@ def alert_page(request: Request, alert_id: AlertId, session: SessionDep, web: We
             "alert": alert,
             "display": display,
             "detail": detail,
+            "promise": confirmation_promise(alert.threshold_pct),
             "age": age(alert.created_at, utcnow()),
             "chart": _chart(session, alert),
             "can_acknowledge": AlertStatus.ACKNOWLEDGED in allowed,

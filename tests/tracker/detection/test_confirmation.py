@@ -86,7 +86,7 @@ def test_a_nightly_run_far_above_its_commit_s_paired_rounds_is_measured_again(se
     # One alert per series and first bad commit: the suspect, retired, then asked anew.
     [alert] = series_alerts(session)
     reasons = [event.reason for event in alert.events]
-    assert any("too noisy" in reason for reason in reasons)
+    assert any("unconfirmed, needs more rounds than the cap" in reason for reason in reasons)
     assert any("measured again" in reason for reason in reasons)
     assert alert.first_bad_commit.sha == sha(fix)
     assert alert.direction.value == "improvement"

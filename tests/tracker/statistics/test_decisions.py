@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 import pytest
 
 from tracker.statistics.ab import NoisePrior, RoundValues
 from tracker.statistics.bisection import BisectCall, bisect_call, single_run_bisect_call
 from tracker.statistics.confirmation import ConfirmationOutcome, judge_confirmation
+from tracker.statistics.confirmation_reading import rounds_needed
 from tracker.statistics.detector import Change
 from tracker.statistics.paired_rounds import (
     ChangeAction,
@@ -104,33 +108,48 @@ def test_a_neutral_pair_is_refuted() -> None:
     assert _judge(_rounds(0.2, -0.3), regression=False) is ConfirmationOutcome.REFUTED
 
 
-def test_near_the_threshold_more_rounds_are_asked_for_doubling_up_to_the_cap() -> None:
-    noisy = NoisePrior(noise_pct=1.0, dof=20)
+def test_unsettled_rounds_grow_by_doubling_or_to_what_their_noise_needs_up_to_the_cap() -> None:
     judgement = judge_confirmation(
-        _rounds(2.5, 1.5), regression=True, threshold_pct=2.0, scheduled=2, prior=noisy
+        _rounds(2.6, 1.4), regression=True, threshold_pct=2.0, scheduled=2, prior=QUIET
     )
     assert judgement.outcome is ConfirmationOutcome.MORE_ROUNDS
     assert judgement.rounds_wanted == 4
-    grown = judge_confirmation(
-        _rounds(3.0, 2.0, 3.1, 1.9, 2.9, 2.1, 3.2, 1.8),  # +2.5 %: sixteen rounds can settle it
+    # Rounds that spread ±2 % around +1 %: a change of the threshold needs more than doubling gives.
+    spread = judge_confirmation(
+        _rounds(3.0, -1.0, 3.1, -1.1), regression=True, threshold_pct=2.0, scheduled=4, prior=QUIET
+    )
+    assert spread.outcome is ConfirmationOutcome.MORE_ROUNDS
+    assert spread.stats is not None
+    assert spread.stats.round_noise_pct is not None
+    needed = rounds_needed(
+        math.sqrt(2.0) * spread.stats.round_noise_pct / 100.0, 2.0, ConfirmationPolicy(), prior_dof=4
+    )
+    assert 8 < needed <= 16
+    assert spread.rounds_wanted == needed
+    capped = judge_confirmation(
+        _rounds(3.0, -1.0, 3.1, -1.1),
         regression=True,
         threshold_pct=2.0,
-        scheduled=8,
-        prior=noisy,
+        scheduled=4,
+        prior=QUIET,
+        policy=ConfirmationPolicy(max_rounds=6),
     )
-    assert grown.outcome is ConfirmationOutcome.MORE_ROUNDS
-    assert grown.rounds_wanted == 16
+    # An operator's lower cap: the rounds say at once that they need more than it allows.
+    assert capped.outcome is ConfirmationOutcome.TOO_NOISY
+    assert "the cap of 6" in capped.reason
+    assert f"about {needed} rounds would settle" in capped.reason
 
 
-def test_when_even_the_cap_could_not_settle_it_the_rounds_stop_early_as_too_noisy() -> None:
-    # +2.0 % with a spread that sixteen rounds would narrow to about ±0.4 %: no outcome in reach.
-    rounds = _rounds(2.5, 1.5, 2.4, 1.6, 2.6, 1.4, 2.2, 1.8)
+def test_when_even_the_cap_could_not_settle_it_the_rounds_stop_early_and_say_what_they_need() -> None:
+    # +1.5 % with a spread of ±2 % a round: sixteen rounds could neither show a change nor rule 2 % out.
+    rounds = _rounds(3.5, -0.5, 3.6, -0.6, 3.4, -0.4, 3.5, -0.5)
     judgement = judge_confirmation(
         rounds, regression=True, threshold_pct=2.0, scheduled=8, prior=NoisePrior(noise_pct=1.0, dof=20)
     )
     assert judgement.outcome is ConfirmationOutcome.TOO_NOISY
     assert judgement.rounds_wanted == 8
-    assert "16 rounds would still leave" in judgement.reason
+    assert "needs more rounds than the cap of 16" in judgement.reason
+    assert re.search(r"about \d+ rounds would settle a change of 2 %", judgement.reason)
     # Two rounds say too little about the spread to give up on.
     early = judge_confirmation(
         rounds[:2], regression=True, threshold_pct=2.0, scheduled=2, prior=NoisePrior(noise_pct=1.0, dof=20)
@@ -190,29 +209,46 @@ def test_bisection_rounds_with_an_interfered_run_do_not_count() -> None:
     assert "round 3 set aside" in call.reason
 
 
-def test_at_the_cap_a_change_at_the_threshold_is_too_noisy_never_confirmed() -> None:
-    rounds = _rounds(*([3.0, 1.0] * 8))  # a paired estimate of 2 %, as a true 2 % change gives
+def test_a_change_at_the_threshold_is_confirmed() -> None:
+    rounds = _rounds(*([2.5, 1.5] * 8))  # a paired estimate of 2 %, as a true 2 % change gives
     judgement = judge_confirmation(
         rounds, regression=True, threshold_pct=2.0, scheduled=16, prior=NoisePrior(1.0, 20)
     )
-    assert judgement.outcome is ConfirmationOutcome.TOO_NOISY
-    assert judgement.rounds_wanted == 16
-    assert "too noisy" in judgement.reason
+    assert judgement.outcome is ConfirmationOutcome.CONFIRMED
+    assert "at least 1.5 %" in judgement.reason
+    # An estimate a little under the threshold still is: the rule asks three quarters of it.
+    under = _rounds(*([2.2, 1.2] * 8))
+    assert _judge(under, prior=NoisePrior(1.0, 20)) is ConfirmationOutcome.CONFIRMED
+
+
+def test_a_real_change_smaller_than_the_threshold_is_refuted_and_said_so() -> None:
+    rounds = _rounds(*([1.1, 0.9] * 8))  # a clear +1 % change, half the threshold
+    judgement = judge_confirmation(rounds, regression=True, threshold_pct=2.0, scheduled=16, prior=QUIET)
+    assert judgement.outcome is ConfirmationOutcome.REFUTED
+    assert "smaller than that" in judgement.reason
+
+
+def test_a_neutral_commit_on_a_noisy_machine_is_not_confirmed_at_the_cap() -> None:
+    rounds = _rounds(*([2.0, -2.0, 1.0, -1.0] * 4))  # no change, ±2 % a round
+    judgement = judge_confirmation(
+        rounds, regression=True, threshold_pct=2.0, scheduled=16, prior=NoisePrior(1.0, 20)
+    )
+    assert judgement.outcome is not ConfirmationOutcome.CONFIRMED
 
 
 def test_one_bad_run_in_the_head_arm_costs_rounds_and_does_not_confirm() -> None:
-    # A quiet series, a suspect at the threshold: the second round's head arm ran a little slow
-    # (+4.5 %, inside the tolerance for interference). Pooled with the prior the interval would lie
-    # beyond the threshold; without that one round it does not, so the judgement asks for more.
-    rounds = _rounds(2.5, 4.5)
-    judgement = judge_confirmation(rounds, regression=True, threshold_pct=2.0, scheduled=2, prior=QUIET)
-    assert judgement.stats is not None
-    assert judgement.stats.ci_low_pct is not None
-    assert judgement.stats.ci_low_pct >= 2.0  # all rounds together would have confirmed it
+    # A quiet series with a weighty prior: the fourth round's head arm ran slow (+4.8 %, inside the
+    # tolerance for interference). All four rounds would show a change of the threshold; without
+    # that one round they do not, so more rounds are asked.
+    rounds = _rounds(1.0, 0.8, 1.2, 4.8)
+    weighty = ConfirmationPolicy(max_prior_dof=20)
+    judgement = judge_confirmation(
+        rounds, regression=True, threshold_pct=2.0, scheduled=4, prior=QUIET, policy=weighty
+    )
     assert judgement.outcome is ConfirmationOutcome.MORE_ROUNDS
-    assert "only with round 2" in judgement.reason
-    # More rounds at the old level settle it: refuted.
-    later = _rounds(2.5, 4.5, 0.1, -0.2, 0.3, 0.0, -0.1, 0.2)
+    assert "only with round 4" in judgement.reason
+    # More rounds at the old level settle it: not confirmed.
+    later = _rounds(0.2, 4.5, 0.1, -0.2, 0.3, 0.0, -0.1, 0.2)
     assert _judge(later, prior=NoisePrior(0.3, 4)) is not ConfirmationOutcome.CONFIRMED
 
 

@@ -133,6 +133,9 @@ def test_alert_page_shows_chart_bisection_and_no_forms_when_anonymous(
     # The paired rounds that confirmed it: last good against first bad, round by round.
     assert page.locator("#confirmation-rounds tbody tr").count() >= 2
     assert "confirmed by" in page.locator("#confirmation").inner_text()
+    promise = page.locator("#confirmation-promise").inner_text()
+    assert promise.startswith("Confirmed means the paired rounds show a change beyond")
+    assert "a change of the threshold is confirmed at least 80 %" in promise
     assert "Wrap the fused RMSNorm in torch._dynamo.disable" in page.locator("#culprit").inner_text()
     assert page.locator("form.triage-form").count() == 0
     assert "Sign in" in page.locator("#triage").inner_text()
