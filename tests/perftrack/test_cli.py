@@ -14,9 +14,13 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from perftrack.cli import app
+from perftrack.cli.common import console
 from tests.conftest import ROOT, SUITES
 from tests.live import live_server
+from tests.tracker.views.alert_rows import unconfirmed_suspect
 from tracker import db
+from tracker.catalog.cases import sync_suites
+from tracker.catalog.suites import load_suites
 from tracker.settings import Settings, get_settings
 from tracker.views.series import series
 
@@ -411,3 +415,18 @@ def test_import_log_keeps_the_seeded_output_it_is_given(cli_env: str, tmp_path: 
     code, output = invoke("import-log", str(folder), "--case", "qwen-image-t2i-1024", "--hardware", "H200")
     assert code == 0, output
     assert count_rows(cli_env, "run_outputs") == 2
+
+
+def test_alerts_list_reads_as_the_pages_do(cli_env: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console, "width", 250)  # one line per alert
+    engine = db.make_engine(cli_env)
+    with db.session_scope(db.make_session_factory(engine)) as session:
+        sync_suites(session=session, suites=load_suites(SUITES))
+        unconfirmed_suspect(session, 4)
+    engine.dispose()
+    code, output = invoke("alerts", "list")
+    assert code == 0, output
+    words = " ".join(output.split())
+    assert "unconfirmed" in words
+    assert "-1.37 % [-2.30, -0.45] %" in words  # the paired estimate, not detection's -3.6 %
+    assert "-3.6" not in words
