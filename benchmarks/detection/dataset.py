@@ -157,6 +157,29 @@ class DatasetShape:
 def make_dataset(seed: int = 20240611, shape: DatasetShape | None = None) -> list[LabelledSeries]:
     """Every series of the benchmark, in a fixed order; the same seed gives the same numbers."""
     shape = shape or DatasetShape()
+    plan = _plan(shape)
+    root = np.random.SeedSequence(seed)
+    return [
+        _make_series(
+            f"{kind}-{noise:g}-{size:g}-{number}", kind, noise, size, np.random.default_rng(child), shape
+        )
+        for number, ((kind, noise, size), child) in enumerate(zip(plan, root.spawn(len(plan)), strict=True))
+    ]
+
+
+def make_series(number: int, seed: int = 20240611, shape: DatasetShape | None = None) -> LabelledSeries:
+    """Series ``number`` of :func:`make_dataset` alone (the same numbers, without drawing the rest)."""
+    shape = shape or DatasetShape()
+    plan = _plan(shape)
+    kind, noise, size = plan[number]
+    child = np.random.SeedSequence(seed).spawn(len(plan))[number]
+    return _make_series(
+        f"{kind}-{noise:g}-{size:g}-{number}", kind, noise, size, np.random.default_rng(child), shape
+    )
+
+
+def _plan(shape: DatasetShape) -> list[tuple[SeriesKind, float, float]]:
+    """Kind, noise and change size of every series, in the dataset's order."""
     plan: list[tuple[SeriesKind, float, float]] = []
     for noise in NOISE_LEVELS_PCT:
         plan += [("flat", noise, 0.0)] * shape.flat_per_noise
@@ -171,13 +194,7 @@ def make_dataset(seed: int = 20240611, shape: DatasetShape | None = None) -> lis
         for size in FIX_SIZES_PCT:
             plan += [("one_night", noise, size)] * shape.one_night_per_cell
         plan += [("runner_change", noise, 0.0)] * shape.runner_per_noise
-    root = np.random.SeedSequence(seed)
-    return [
-        _make_series(
-            f"{kind}-{noise:g}-{size:g}-{number}", kind, noise, size, np.random.default_rng(child), shape
-        )
-        for number, ((kind, noise, size), child) in enumerate(zip(plan, root.spawn(len(plan)), strict=True))
-    ]
+    return plan
 
 
 @dataclass(slots=True)

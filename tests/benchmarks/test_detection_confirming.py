@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.detection import confirming
 from benchmarks.detection.confirming import StreamOutcome, Suspect, stream_with_confirmation
-from benchmarks.detection.dataset import DatasetShape, LabelledSeries, SeriesKind, TrueChange, make_dataset
+from benchmarks.detection.dataset import LabelledSeries, SeriesKind, TrueChange, make_series
 from benchmarks.detection.runmodel import RunModel, nightly_runs, run_sigma_for
 from benchmarks.detection.scoring import StreamTally
 from tracker.statistics.confirmation import ConfirmationOutcome
@@ -95,18 +95,13 @@ def test_the_same_seed_gives_the_same_suspects() -> None:
     assert stream_with_confirmation(series) == stream_with_confirmation(series)
 
 
-@pytest.fixture(scope="module")
-def dataset() -> list[LabelledSeries]:
-    return make_dataset(20240611, DatasetShape())
-
-
 @pytest.mark.parametrize(("index", "change_at"), [(110, 37), (362, 27)])
 def test_a_confirmed_step_is_pinned_and_never_confirmed_twice(
-    dataset: list[LabelledSeries], index: int, change_at: int, monkeypatch: pytest.MonkeyPatch
+    index: int, change_at: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two series of the benchmark where detection, nights later, placed the confirmed step one
     # commit on (its last good run refuted and gone), and paired rounds confirmed it again there.
-    series = dataset[index]
+    series = make_series(index)
     assert [change.index for change in series.changes] == [change_at]
     pinned = stream_with_confirmation(series)
     assert [first_bad for first_bad, _ in _confirmed(pinned)] == [change_at]
