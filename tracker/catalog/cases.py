@@ -98,6 +98,7 @@ def _sync_case(
     case.model_family = spec.family
     case.repository = repository
     case.threshold_pct = spec.threshold_pct
+    case.confirmation_max_rounds = spec.confirmation_max_rounds
     case.output_psnr_db = spec.output_psnr_db
     case.timeout_s = spec.timeout_s
     case.paths = list(spec.paths)
@@ -130,28 +131,35 @@ def _unchanged(*, case: Case, spec: ResolvedCase, repository: Repository) -> boo
         case.is_current
         and case.title == spec.title
         and case.threshold_pct == spec.threshold_pct
+        and case.confirmation_max_rounds == spec.confirmation_max_rounds
         and case.output_psnr_db == spec.output_psnr_db
         and case.model_family == spec.family
         and case.timeout_s == spec.timeout_s
         and list(case.paths) == spec.paths
         and case.repository_id == repository.id
-        and _hardware_of(case) == {name: spec.thresholds.get(name) for name in spec.hardware}
+        and _hardware_of(case) == {name: _overrides(spec, name) for name in spec.hardware}
     )
 
 
 def _reconcile_hardware(*, case: Case, spec: ResolvedCase, kinds: dict[str, HardwareKind]) -> None:
-    """Make the case's hardware kinds and their thresholds the suite's."""
+    """Make the case's hardware kinds and their overrides (threshold, confirmation cap) the suite's."""
     # Reconcile in place: replacing the list would insert new rows before deleting old ones.
     existing = {entry.hardware_kind.name: entry for entry in case.hardware}
     for name, entry in existing.items():
         if name not in spec.hardware:
             case.hardware.remove(entry)
     for name in spec.hardware:
+        threshold_pct, confirmation_max_rounds = _overrides(spec, name)
         if name in existing:
-            existing[name].threshold_pct = spec.thresholds.get(name)
+            existing[name].threshold_pct = threshold_pct
+            existing[name].confirmation_max_rounds = confirmation_max_rounds
         else:
             case.hardware.append(
-                CaseHardware(hardware_kind=kinds[name], threshold_pct=spec.thresholds.get(name))
+                CaseHardware(
+                    hardware_kind=kinds[name],
+                    threshold_pct=threshold_pct,
+                    confirmation_max_rounds=confirmation_max_rounds,
+                )
             )
 
 
@@ -199,8 +207,17 @@ def carried_patches_for(*, session: Session, repository_id: int, hardware_kind_i
     return list(session.scalars(_CARRIED, {"p_repository": repository_id, "p_kind": hardware_kind_id}))
 
 
-def _hardware_of(case: Case) -> dict[str, float | None]:
-    return {entry.hardware_kind.name: entry.threshold_pct for entry in case.hardware}
+def _hardware_of(case: Case) -> dict[str, tuple[float | None, int | None]]:
+    """Each of the case's hardware kinds with its stored overrides (threshold, confirmation cap)."""
+    return {
+        entry.hardware_kind.name: (entry.threshold_pct, entry.confirmation_max_rounds)
+        for entry in case.hardware
+    }
+
+
+def _overrides(spec: ResolvedCase, name: str) -> tuple[float | None, int | None]:
+    """What the suite overrides on one hardware kind of a case: its threshold and confirmation cap."""
+    return spec.thresholds.get(name), spec.confirmation_caps.get(name)
 
 
 def get_current_case(*, session: Session, slug: str, field: str = "case") -> Case:

@@ -22,6 +22,14 @@ FlagValue = bool | int | float | str
 Percent = Annotated[float, Field(gt=0, le=100)]
 # The output tolerance: PSNR at or above it is the same picture (tracker.statistics.fidelity).
 PsnrDb = Annotated[float, Field(ge=10, le=100, description="dB")]
+# A cap on a confirmation's paired rounds (each round two runs): from the 2 rounds a confirmation
+# starts with to the 64 any comparison may grow to (tracker.comparisons.creation.MAX_ROUNDS). Strict:
+# "32" or 32.5 is a mistake to name, not a number to guess.
+MIN_CONFIRMATION_ROUNDS, MAX_CONFIRMATION_ROUNDS = 2, 64
+ConfirmationRounds = Annotated[
+    int,
+    Field(strict=True, ge=MIN_CONFIRMATION_ROUNDS, le=MAX_CONFIRMATION_ROUNDS, description="paired rounds"),
+]
 # The member tags pydantic puts in the location of an error inside a union (flag values).
 _UNION_TAGS = frozenset({"bool", "int", "float", "str"})
 
@@ -96,6 +104,12 @@ class CaseSpec(_Strict):
     num_gpus: Annotated[int, Field(ge=1, le=64)] = 1
     threshold_pct: Percent | None = None
     thresholds: dict[str, Percent] = Field(default_factory=dict, description="per-hardware overrides")
+    confirmation_max_rounds: ConfirmationRounds | None = Field(
+        default=None, description="cap on a suspect's paired rounds; None: the confirmation policy's"
+    )
+    confirmation_caps: dict[str, ConfirmationRounds] = Field(
+        default_factory=dict, description="per-hardware overrides of confirmation_max_rounds"
+    )
     output_psnr_db: PsnrDb | None = None
     requests: Annotated[int, Field(ge=1, le=100)] = 1
     timeout_s: Annotated[int, Field(ge=10, le=86_400)] | None = None
@@ -216,12 +230,17 @@ class SuiteFile(_Strict):
                     raise _LocatedError(
                         ("cases", index, "hardware"), f"unknown hardware kind {name!r} (known: {known})"
                     )
-            for name in case.thresholds:
-                if name not in case.hardware:
-                    raise _LocatedError(
-                        ("cases", index, "thresholds", name),
-                        f"threshold for {name!r}, which is not in this case's hardware list",
-                    )
+            overrides = (
+                ("thresholds", "threshold", case.thresholds.keys()),
+                ("confirmation_caps", "confirmation cap", case.confirmation_caps.keys()),
+            )
+            for key, what, names in overrides:
+                for name in names:
+                    if name not in case.hardware:
+                        raise _LocatedError(
+                            ("cases", index, key, name),
+                            f"{what} for {name!r}, which is not in this case's hardware list",
+                        )
         self._schedules_resolve()
         return self
 

@@ -52,6 +52,10 @@ class ResolvedCase(BaseModel):
     num_gpus: int
     threshold_pct: float
     thresholds: dict[str, float]
+    # The cap on a suspect's paired rounds (each two runs), and its per-hardware overrides; None:
+    # the confirmation policy's (tracker.detection.confirmation).
+    confirmation_max_rounds: int | None = None
+    confirmation_caps: dict[str, int] = Field(default_factory=dict)
     output_psnr_db: float | None = None  # PSNR (dB) at or above which an output is the same picture
     requests: int
     timeout_s: int
@@ -60,8 +64,8 @@ class ResolvedCase(BaseModel):
     paths: list[str] = Field(default_factory=list)
 
     def config_hash(self) -> str:
-        """SHA-256 of what changes a measurement; title, thresholds (the output's tolerance too),
-        hardware list and paths do not."""
+        """SHA-256 of what changes a measurement; title, thresholds (the output's tolerance and
+        the confirmation cap too), hardware list and paths do not."""
         identity = {
             "model": self.model,
             "task": self.task,
@@ -162,6 +166,8 @@ def _resolve(suite_file: SuiteFile, path: str) -> Suite:
             num_gpus=case.num_gpus,
             threshold_pct=case.threshold_pct if case.threshold_pct is not None else defaults.threshold_pct,
             thresholds=dict(case.thresholds),
+            confirmation_max_rounds=case.confirmation_max_rounds,
+            confirmation_caps=dict(case.confirmation_caps),
             output_psnr_db=case.output_psnr_db
             if case.output_psnr_db is not None
             else defaults.output_psnr_db,

@@ -10,16 +10,18 @@ A change detection finds on runs that perftrack's runners measured is a *suspect
   live regression back to its old level closes that regression as fixed by its commit.
 * **refuted** — the interval lies short of the threshold: the alert becomes ``invalid`` and the
   suspect run(s) at the first bad commit are excluded from detection, with the reason shown.
-* **too noisy** — still inconclusive at the round cap: the alert stays open, *unconfirmed*, never
-  called confirmed. A nightly run far above every paired run of its own commit was interfered
-  with: it leaves detection and its commit is measured again. Arms that could not run at all
-  leave it ``not_possible``.
+* **too noisy** — still inconclusive at the round cap (the policy's 16, or what the case's suite
+  sets, :func:`max_rounds_for`): the alert stays open, *unconfirmed*, never called confirmed. A
+  nightly run far above every paired run of its own commit was interfered with: it leaves
+  detection and its commit is measured again. Arms that could not run at all leave it
+  ``not_possible``.
 
 Which nightly run a refuted or too-noisy suspect rested on is :mod:`tracker.detection.odd_runs`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from sqlalchemy import select
@@ -37,12 +39,21 @@ from tracker.enums import (
     Direction,
     Verdict,
 )
-from tracker.models import Alert, Comparison, ComparisonResult
+from tracker.models import Alert, Case, Comparison, ComparisonResult
 from tracker.statistics.paired_rounds import ConfirmationPolicy
 from tracker.vcs.commits import ensure_candidate
 
-__all__ = ["POLICY", "confirmation_of", "settle_confirmation", "start_confirmation"]
+__all__ = [
+    "POLICY",
+    "confirmation_of",
+    "confirmation_policy",
+    "max_rounds_for",
+    "settle_confirmation",
+    "start_confirmation",
+]
 
+# The default: a suite file may set a case's own cap (``confirmation_max_rounds``, per hardware kind
+# too). Bisection steps keep this policy (tracker.detection.bisection).
 POLICY = ConfirmationPolicy()
 _LIVE = (AlertStatus.OPEN, AlertStatus.ACKNOWLEDGED)
 
@@ -52,23 +63,47 @@ def start_confirmation(*, session: Session, alert: Alert, now: dt.datetime) -> C
     good, bad = alert.last_good_commit, alert.first_bad_commit
     if good is None:
         return None
+    policy = confirmation_policy(alert)
     comparison = create_paired_check(
         session=session,
         alert=alert,
         base=ensure_candidate(session=session, base=good, patches=[]),
         head=ensure_candidate(session=session, base=bad, patches=[]),
         kind=ComparisonKind.CONFIRMATION,
-        policy=POLICY,
+        policy=policy,
         command=f"confirm alert {alert.id}: {good.short_sha} vs {bad.short_sha} in paired rounds",
     )
     alert.evidence = {**alert.evidence, "confirmation_comparison_id": comparison.id}
     record(
         alert,
-        reason=f"suspect: {POLICY.initial_rounds} paired rounds of {good.short_sha} (last good) and "
-        f"{bad.short_sha} (first bad), up to {POLICY.max_rounds}, decide before it is raised",
+        reason=f"suspect: {policy.initial_rounds} paired rounds of {good.short_sha} (last good) and "
+        f"{bad.short_sha} (first bad), up to {_cap(alert, policy)}, decide before it is raised",
         now=now,
     )
     return comparison
+
+
+def max_rounds_for(case: Case, hardware_name: str | None = None) -> int:
+    """The cap on a suspect's paired rounds for a case (on a hardware kind, when named): the suite's,
+    else the policy's."""
+    cap = case.confirmation_max_rounds if hardware_name is None else case.confirmation_cap_for(hardware_name)
+    return POLICY.max_rounds if cap is None else cap
+
+
+def confirmation_policy(alert: Alert) -> ConfirmationPolicy:
+    """The policy a suspect is confirmed by: :data:`POLICY`, with its case's cap on its hardware kind."""
+    max_rounds = max_rounds_for(alert.case, alert.hardware_kind.name)
+    return POLICY if max_rounds == POLICY.max_rounds else dataclasses.replace(POLICY, max_rounds=max_rounds)
+
+
+def _cap(alert: Alert, policy: ConfirmationPolicy) -> str:
+    """The cap in words with what it may cost (two runs a round), and whose it is when the suite set it."""
+    if policy.max_rounds == POLICY.max_rounds:
+        return f"{policy.max_rounds} rounds ({2 * policy.max_rounds} runs)"
+    return (
+        f"{policy.max_rounds} rounds ({2 * policy.max_rounds} runs, the cap {alert.case.slug} "
+        f"sets on {alert.hardware_kind.name})"
+    )
 
 
 def confirmation_of(*, session: Session, alert: Alert) -> ComparisonView | None:

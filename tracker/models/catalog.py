@@ -76,6 +76,9 @@ class Case(Base):
     output_psnr_db: Mapped[float | None] = mapped_column(
         Float, comment="PSNR at or above which two outputs count as the same picture; null: the default"
     )
+    confirmation_max_rounds: Mapped[int | None] = mapped_column(
+        Integer, comment="cap on a suspect's paired rounds (each two runs); null: the policy's"
+    )
     paths: Mapped[json_list] = mapped_column(
         server_default=text("'[]'"),
         comment="globs of repository files whose change selects this case for a bare /perf",
@@ -94,6 +97,13 @@ class Case(Base):
                 return entry.threshold_pct
         return self.threshold_pct
 
+    def confirmation_cap_for(self, hardware_name: str) -> int | None:
+        """The cap on a suspect's paired rounds on a hardware kind; ``None``: the policy's."""
+        for entry in self.hardware:
+            if entry.hardware_kind.name == hardware_name and entry.confirmation_max_rounds is not None:
+                return entry.confirmation_max_rounds
+        return self.confirmation_max_rounds
+
     @property
     def hardware_names(self) -> list[str]:
         """The hardware kinds this case is set up to run on."""
@@ -107,7 +117,8 @@ class Case(Base):
 class CaseHardware(Base):
     """A hardware kind a case runs on (nightly and default ``/perf``), with an optional threshold.
 
-    ``threshold_pct`` overrides the case's model threshold on this kind (e.g. noisier GB300 nodes).
+    ``threshold_pct`` overrides the case's model threshold on this kind (e.g. noisier GB300 nodes),
+    ``confirmation_max_rounds`` its cap on a suspect's paired rounds.
     """
 
     __tablename__ = "case_hardware"
@@ -117,6 +128,9 @@ class CaseHardware(Base):
     case_id: Mapped[int] = mapped_column(ForeignKey("cases.id", ondelete="CASCADE"), nullable=False)
     hardware_kind_id: Mapped[int] = mapped_column(ForeignKey("hardware_kinds.id"), nullable=False)
     threshold_pct: Mapped[float | None] = mapped_column(Float)
+    confirmation_max_rounds: Mapped[int | None] = mapped_column(
+        Integer, comment="the case's cap on paired rounds on this kind; null: the case's"
+    )
 
     case: Mapped[Case] = relationship(back_populates="hardware")
     hardware_kind: Mapped[HardwareKind] = relationship(lazy="joined")

@@ -15,7 +15,7 @@ router = APIRouter(prefix="/cases", tags=["cases"])
 
 @router.get("", response_model=list[CaseOut])
 def list_cases(session: SessionDep) -> list[CaseOut]:
-    """Every current case with its parameters, flags, hardware and thresholds."""
+    """Every current case with its parameters, flags, hardware, thresholds and confirmation caps."""
     return [CaseOut.of(case) for case in list_current_cases(session=session)]
 
 

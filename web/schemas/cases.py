@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from tracker.detection.confirmation import max_rounds_for
 from tracker.models import Case, CaseHardware, HardwareKind
+
+# What a cap on paired rounds costs: each round runs both commits once.
+_CAP = "the most paired rounds a suspect's confirmation may grow to; each round is two runs"
 
 
 class HardwareOut(BaseModel):
@@ -22,16 +26,21 @@ class HardwareOut(BaseModel):
 
 
 class CaseHardwareOut(BaseModel):
-    """A hardware kind a case runs on, with the threshold that applies there."""
+    """A hardware kind a case runs on, with the threshold and the confirmation cap that apply there."""
 
     name: str
     threshold_pct: float
+    confirmation_max_rounds: int = Field(description=f"{_CAP} (this kind's, else the case's)")
 
     @classmethod
     def of(cls, entry: CaseHardware) -> CaseHardwareOut:
-        """From the ORM object: the kind's own threshold, or else its case's (``Case.threshold_for``)."""
+        """From the ORM object: the kind's own threshold and cap, or else its case's."""
         name = entry.hardware_kind.name
-        return cls(name=name, threshold_pct=entry.case.threshold_for(name))
+        return cls(
+            name=name,
+            threshold_pct=entry.case.threshold_for(name),
+            confirmation_max_rounds=max_rounds_for(entry.case, name),
+        )
 
 
 class CaseOut(BaseModel):
@@ -49,13 +58,14 @@ class CaseOut(BaseModel):
     num_gpus: int
     requests: int
     threshold_pct: float
+    confirmation_max_rounds: int = Field(description=f"{_CAP} (the suite's, else the default)")
     hardware: list[CaseHardwareOut]
     params: dict[str, Any]
     flags: dict[str, Any]
 
     @classmethod
     def of(cls, case: Case) -> CaseOut:
-        """From the ORM object, each hardware kind with the threshold that applies on it."""
+        """From the ORM object, each hardware kind with the threshold and cap that apply on it."""
         return cls(
             slug=case.slug,
             version=case.version,
@@ -69,6 +79,7 @@ class CaseOut(BaseModel):
             num_gpus=case.num_gpus,
             requests=case.requests,
             threshold_pct=case.threshold_pct,
+            confirmation_max_rounds=max_rounds_for(case),
             hardware=[CaseHardwareOut.of(entry) for entry in case.hardware],
             params=case.params,
             flags=case.flags,

@@ -14,7 +14,10 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import SHIPPED_SUITES, SUITES
 from tracker.catalog.cases import sync_suites
+from tracker.catalog.suite_schema import MAX_CONFIRMATION_ROUNDS, MIN_CONFIRMATION_ROUNDS
 from tracker.catalog.suites import load_suite, load_suites, parse_suite
+from tracker.comparisons.creation import MAX_ROUNDS
+from tracker.detection.confirmation import POLICY
 from tracker.errors import SuiteError
 from tracker.models import Case
 
@@ -325,3 +328,87 @@ def test_changed_paths_update_the_case_in_place(session: Session, tmp_path: Path
     assert case is not None
     assert case.version == 1
     assert case.paths[0] == "python/sglang/multimodal_gen/**/flux_*.py"
+
+
+# --- confirmation_max_rounds (the cap on a suspect's paired rounds) -----------------------------
+
+ZIMAGE = "z-image-turbo-serve-gb300"  # the one case with `threshold_pct = 3.0`, on GB300 only
+CAP_LINE = SUITE_TEXT.count("\n", 0, SUITE_TEXT.index("threshold_pct = 3.0")) + 2
+
+
+def _with_cap(cap: str) -> str:
+    """The tests' suite with ``cap`` (TOML lines) in the Z-Image case, just after its threshold."""
+    return SUITE_TEXT.replace("threshold_pct = 3.0", f"threshold_pct = 3.0\n{cap}", 1)
+
+
+def test_the_confirmation_cap_is_the_case_s_or_its_hardware_kind_s_and_keeps_the_version() -> None:
+    shipped = parse_suite(SUITE_TEXT)
+    assert {(case.confirmation_max_rounds, len(case.confirmation_caps)) for case in shipped.cases} == {
+        (None, 0)  # unset: the policy's 16
+    }
+    raised = {case.slug: case for case in parse_suite(_with_cap("confirmation_max_rounds = 32")).cases}
+    assert raised[ZIMAGE].confirmation_max_rounds == 32
+    assert raised[ZIMAGE].confirmation_caps == {}
+    per_kind = parse_suite(_with_cap("confirmation_max_rounds = 32\nconfirmation_caps = { GB300 = 48 }"))
+    [zimage] = [case for case in per_kind.cases if case.slug == ZIMAGE]
+    assert (zimage.confirmation_max_rounds, zimage.confirmation_caps) == (32, {"GB300": 48})
+    for good in (2, 64):
+        assert (
+            parse_suite(_with_cap(f"confirmation_max_rounds = {good}")).cases[6].confirmation_max_rounds
+            == good
+        )
+    # Like a threshold, the cap is no part of what a case measures: same hash, same series.
+    hashes = {case.slug: case.config_hash() for case in shipped.cases}
+    assert {case.slug: case.config_hash() for case in per_kind.cases} == hashes
+
+
+@pytest.mark.parametrize(
+    ("cap", "field", "message"),
+    [
+        ("confirmation_max_rounds = 1", "confirmation_max_rounds", "greater than or equal to 2"),
+        ("confirmation_max_rounds = 0", "confirmation_max_rounds", "greater than or equal to 2"),
+        ("confirmation_max_rounds = 65", "confirmation_max_rounds", "less than or equal to 64"),
+        ('confirmation_max_rounds = "32"', "confirmation_max_rounds", "valid integer"),
+        ("confirmation_max_rounds = 32.0", "confirmation_max_rounds", "valid integer"),
+        ("confirmation_max_rounds = true", "confirmation_max_rounds", "valid integer"),
+        ("confirmation_caps = { GB300 = 100 }", "confirmation_caps.GB300", "less than or equal to 64"),
+        (
+            "confirmation_caps = { H200 = 32 }",
+            "confirmation_caps.H200",
+            "confirmation cap for 'H200', which is not in this case's hardware list",
+        ),
+        ("confirmation-max-rounds = 32", "confirmation-max-rounds", "unknown field"),
+    ],
+)
+def test_a_confirmation_cap_must_be_a_whole_number_of_rounds_from_2_to_64(
+    cap: str, field: str, message: str
+) -> None:
+    with pytest.raises(SuiteError) as caught:
+        parse_suite(_with_cap(cap), "suites/broken.toml")
+    error = caught.value
+    assert error.field == f"cases[6].{field}"
+    assert message in error.message
+    assert error.line == CAP_LINE
+
+
+def test_the_cap_s_bounds_are_the_policy_s_first_rounds_and_any_comparison_s_most() -> None:
+    assert POLICY.initial_rounds == MIN_CONFIRMATION_ROUNDS
+    assert MAX_CONFIRMATION_ROUNDS == MAX_ROUNDS
+
+
+def test_a_changed_confirmation_cap_updates_the_case_in_place(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "suite.toml").write_text(
+        _with_cap("confirmation_max_rounds = 32\nconfirmation_caps = { GB300 = 48 }")
+    )
+    report = sync_suites(session=session, suites=load_suites(tmp_path))
+    assert (report.updated, report.new_versions) == ([ZIMAGE], [])
+    case = session.scalar(select(Case).where(Case.slug == ZIMAGE, Case.is_current.is_(True)))
+    assert case is not None
+    assert (case.version, case.confirmation_max_rounds, case.confirmation_cap_for("GB300")) == (1, 32, 48)
+    assert [entry.confirmation_max_rounds for entry in case.hardware] == [48]
+    assert sync_suites(session=session, suites=load_suites(tmp_path)).unchanged.count(ZIMAGE) == 1
+    # Taken out of the file, the cap is the policy's again.
+    report = sync_suites(session=session, suites=load_suites(SUITES))
+    assert report.updated == [ZIMAGE]
+    session.refresh(case)
+    assert (case.confirmation_max_rounds, case.confirmation_cap_for("GB300")) == (None, None)

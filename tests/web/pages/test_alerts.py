@@ -141,6 +141,7 @@ def test_an_alert_page_leads_with_what_paired_rounds_measured(client: TestClient
     assert paired.startswith("Paired rounds -1.37 % [-2.30, -0.45] % 100.0 ms → 98.6 ms · 16 rounds")
     assert NOISY_NOTE in paired
     assert "Detection's estimate -3.6 %" in _words(html)
+    assert "of at most 16 rounds (up to 32 runs)" in _words(html)  # what the cap costs
 
 
 def test_an_output_alert_is_listed_in_db(client: TestClient, session: Session) -> None:

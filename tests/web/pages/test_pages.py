@@ -134,7 +134,7 @@ def test_read_api(client: TestClient, runner_token: str) -> None:
     cases = client.get("/api/v1/cases").json()
     assert {case["slug"] for case in cases} >= {"qwen-image-t2i-1024", "wan2.1-t2v-1.3b"}
     qwen = client.get("/api/v1/cases/qwen-image-t2i-1024").json()
-    assert qwen["hardware"] == [{"name": "H200", "threshold_pct": 2.0}]
+    assert qwen["hardware"] == [{"name": "H200", "threshold_pct": 2.0, "confirmation_max_rounds": 16}]
     assert client.get("/api/v1/cases/nope").status_code == 404
     assert {kind["name"] for kind in client.get("/api/v1/hardware").json()} >= {"H200", "GB300"}
     series = client.get("/api/v1/series/qwen-image-t2i-1024/H200").json()
