@@ -129,7 +129,9 @@ def _matches(
             and abs(known.first_bad - first_bad) <= PIN_RADIUS
             and (known.first_bad, direction) not in reported
             and same_size(
-                change_pct, known.paired_pct if known.paired_pct is not None else known.detected_pct
+                change_pct,
+                known.paired_pct if known.paired_pct is not None else known.detected_pct,
+                THRESHOLD_PCT,
             )
         ):
             return True

@@ -88,7 +88,9 @@ def matching_alert(context: SeriesContext, change: Change) -> Alert | None:
         if where is None or abs(where - change.index) > MATCH_RADIUS:
             continue
         if alert.confirmation == AlertConfirmation.CONFIRMED and not same_size(
-            change.change_pct, float(alert.evidence.get("paired_change_pct") or alert.change_pct)
+            change.change_pct,
+            float(alert.evidence.get("paired_change_pct") or alert.change_pct),
+            alert.threshold_pct,
         ):
             continue  # a step of another size next to a confirmed one is a change of its own
         return alert

@@ -246,12 +246,14 @@ def _lower_median(values: Sequence[float]) -> float:
     return ordered[(len(ordered) - 1) // 2]
 
 
-# A change re-placed next to a confirmed step is that step when its size is within this
-# share of the step the paired rounds measured (in logs); a larger or smaller one is a step of its own.
+# A change re-placed next to a confirmed step is that step when its size is within this share of
+# the step the paired rounds measured (in logs), or within the threshold for a small step (one
+# run's estimate of a 2 % step is often 3 %); a step of another size is a step of its own.
 SAME_SIZE_SHARE = 0.5
 
 
-def same_size(change_pct: float, step_pct: float) -> bool:
+def same_size(change_pct: float, step_pct: float, threshold_pct: float) -> bool:
     """Whether a change of ``change_pct`` is, by its size, the step of ``step_pct`` (same direction)."""
     change, step = math.log1p(change_pct / 100.0), math.log1p(step_pct / 100.0)
-    return change * step > 0 and abs(change - step) <= SAME_SIZE_SHARE * abs(step)
+    tolerance = max(SAME_SIZE_SHARE * abs(step), math.log1p(threshold_pct / 100.0))
+    return change * step > 0 and abs(change - step) <= tolerance
