@@ -225,10 +225,19 @@ class Agent:
         job_dir.mkdir(parents=True)
         try:
             self._phase(job, "building")
+            began = time.monotonic()
             with self.builder.build(job.repository, job.candidate) as built:
+                built_at = time.monotonic()
                 waited = self._wait_for_quiet(job)
                 self._phase(job, "running")
+                ran_from = time.monotonic()
                 result = self._run_workload(job, built, job_dir)
+                # Where the job's time went on this side (the process's own phases are the workload's).
+                result.environment.setdefault("timings", {}).update(
+                    build_s=round(built_at - began, 3),
+                    quiet_wait_s=round(ran_from - built_at, 3),
+                    workload_s=round(time.monotonic() - ran_from, 3),
+                )
                 if waited is not None:
                     conditions = result.environment.setdefault("conditions", {})
                     conditions["quiet_wait"] = {

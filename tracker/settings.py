@@ -18,6 +18,8 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 _PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "secret", "admin", "password", "token", "test"})
+# How long a flagged run's job keeps being measured again (tracker.workflows.reruns), seconds.
+FLAGGED_RERUN_BUDGET_S = 900
 
 
 def default_data_dir() -> Path:
@@ -100,6 +102,11 @@ class Settings(BaseSettings):
     lease_seconds: int = Field(default=300, ge=5)
     max_attempts: int = Field(default=3, ge=1, le=20)
     runner_offline_after_s: int = Field(default=120, ge=5, description="no heartbeat for this long: offline")
+    # A run measured under contention or throttling is measured again, each time after the runner
+    # waited for a quiet moment, until this long after its first flagged try (0: never again);
+    # then it is kept excluded and its bisection step skipped. Contention comes and goes: a
+    # neighbour's build or test run is over within minutes.
+    flagged_rerun_budget_s: int = Field(default=FLAGGED_RERUN_BUDGET_S, ge=0)
 
     # Where the dashboard is reachable from outside (links in PR comments and commit statuses).
     public_url: str | None = None

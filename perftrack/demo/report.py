@@ -1,4 +1,5 @@
-"""What ``perftrack demo`` prints at the end: each series, the alerts with culprits, the comparison."""
+"""What ``perftrack demo`` prints at the end: each series, the alerts with culprits, the comparison,
+the scorecard, and where the demo's time went."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sqlalchemy.orm import Session
 from perftrack.cli.alerts_cmd import alerts_table
 from perftrack.cli.compare_cmd import comparison_table
 from perftrack.demo.scorecard import Scorecard
+from perftrack.demo.timing import IDLE, IDLE_LABEL, PARTS, JobKind, TimeBreakdown
 from runners.toy import ToyCommit, ToyRepository
 from tracker.catalog.cases import get_hardware_kind
 from tracker.comparisons.calibration import list_calibrations
@@ -189,3 +191,38 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         f"scorecard: {found}/{len(expected)} planted changes found{extra}{verdicts}, "
         f"{len(card.false_alerts)} alert(s) on neutral or unaffected commits: {verdict}"
     )
+
+
+def print_time_table(spent: TimeBreakdown, console: Console) -> None:
+    """Where the demo's time went: each part of the jobs' spans and the idle gaps (total, share,
+    median per job), then the jobs each phase ran by what they were for."""
+    table = Table(title="where the demo's time went", title_justify="left")
+    for column in ("part", "total s", "share", "median per job s"):
+        table.add_column(column, justify="left" if column == "part" else "right")
+    wall = spent.wall_s or 1.0
+    for name, label in (*PARTS, (IDLE, IDLE_LABEL)):
+        total = spent.total_s.get(name)
+        if total is None:
+            continue
+        median = spent.median_s.get(name)
+        table.add_row(label, f"{total:.0f}", f"{total / wall:.0%}", "" if median is None else f"{median:.2f}")
+    table.add_row("runner's wall time", f"{spent.wall_s:.0f}", "100%", "", style="bold")
+    console.print(table)
+    if spent.queue_wait_median_s is not None and spent.queue_wait_max_s is not None:
+        console.print(
+            f"queue wait per job (queued to leased; jobs queued together wait for each other, so it "
+            f"is not added above): median {spent.queue_wait_median_s:.0f} s, max {spent.queue_wait_max_s:.0f} s",
+            highlight=False,
+        )
+    kinds = [kind for kind in JobKind if any(phase.counts.get(kind) for phase in spent.phases)]
+    jobs = Table(title="jobs per phase, by what they were for", title_justify="left")
+    for column in ("phase", *kinds, "jobs", "wall s"):
+        jobs.add_column(str(column), justify="left" if column == "phase" else "right")
+    for phase in spent.phases:
+        jobs.add_row(
+            phase.phase.name,
+            *(str(phase.counts.get(kind, 0) or "") for kind in kinds),
+            str(phase.jobs),
+            f"{phase.phase.wall_s:.0f}",
+        )
+    console.print(jobs)

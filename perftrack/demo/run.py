@@ -17,9 +17,10 @@ starts the tracker on SQLite and a CPU runner, and then does what the service do
    beyond the 40 dB tolerance, so its verdict is "faster, but the output changed";
 
 then prints every series, the alerts with their culprits and diagnoses (why each changed), the
-calibration, the comparisons' verdicts with their confidence intervals and output checks, and a
+calibration, the comparisons' verdicts with their confidence intervals and output checks, a
 scorecard (each planted change found or missed, output changes included, and the alerts on
-neutral commits, read from the alerts API), and keeps serving the dashboard.
+neutral commits, read from the alerts API) and where the demo's time went
+(:mod:`perftrack.demo.timing`), and keeps serving the dashboard.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ from perftrack.demo.report import (
     print_diagnoses,
     print_scorecard,
     print_series,
+    print_time_table,
 )
 from perftrack.demo.runner import HARDWARE, RUNNER_NAME, DemoRunner
 from perftrack.demo.scorecard import score
+from perftrack.demo.timing import breakdown, load_job_timings
 from runners.gitmeta import commit_info
 from runners.http import TrackerHttp
 from runners.toy import SUITE_TEMPLATE, ToyPullRequest, ToyRepository, create_toy_repository
@@ -55,6 +58,7 @@ from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import list_current_cases
 from tracker.comparisons.creation import create_calibration, create_comparison
+from tracker.detection.confirmation import POLICY as CONFIRMATION_POLICY
 from tracker.enums import JobReason, TokenRole
 from tracker.models import Case, Commit, HardwareKind, Repository
 from tracker.queue.jobs import enqueue_job
@@ -74,7 +78,17 @@ SKIPPED_BY_NIGHTLY = (
     "10-offload-during-compile",
     "14-release-0.2.0",
 )
-CALIBRATION_ROUNDS = 3  # from three rounds on, one slow process cannot set the noise
+# From three rounds on, one slow process cannot set the noise; one more than the degrees of
+# freedom a confirmation takes from the noise prior at most (ConfirmationPolicy.max_prior_dof, 4:
+# five rounds) gives the prior its whole weight, and each suspect's interval is narrower from its
+# first rounds: a few more calibration jobs, fewer rounds per suspect (docs/demo.md, "Where the
+# time goes").
+CALIBRATION_ROUNDS = max(3, CONFIRMATION_POLICY.max_prior_dof + 1)
+# A flagged toy run is measured again for this long after its first flagged try (each try after
+# the runner's wait for a quiet moment, up to QUIET_WAIT_S): contention that comes and goes (a
+# core loaded 15 s on, 20 s off) is waited out in a few tries; a machine busy for minutes on end
+# gives up after a few more (the service's default, for GPU runs of minutes, is 15 minutes).
+RERUN_BUDGET_S = 60
 
 
 @dataclass(frozen=True)
@@ -117,6 +131,8 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
         runner = DemoRunner(url, token, paths.runner, sessions, console)
         comparison_ids = _run_jobs(runner, sessions, toy)
         _report(url, token, sessions, toy, comparison_ids, console)
+        with sessions() as session:
+            print_time_table(breakdown(load_job_timings(session=session), runner.phases), console)
         console.print(f"demo finished in {time.monotonic() - started:.0f} s")
         engine.dispose()
         if exit_after:
@@ -139,12 +155,14 @@ def _prepare(paths: DemoPaths, console: Console) -> ToyRepository:
 
 
 def _demo_settings(paths: DemoPaths) -> Settings:
-    """The demo tracker's settings: SQLite in the demo folder, the toy suite, short leases."""
+    """The demo tracker's settings: SQLite in the demo folder, the toy suite, short leases, a
+    re-run budget for toy runs of seconds."""
     return Settings(
         database_url=f"sqlite:///{paths.database}",
         data_dir=paths.root,
         suite_dir=paths.suites,
         lease_seconds=120,
+        flagged_rerun_budget_s=RERUN_BUDGET_S,
         environment="development",
     )
 

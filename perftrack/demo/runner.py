@@ -10,6 +10,7 @@ from rich.progress import TaskID
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from perftrack.demo.timing import Phase
 from runners.agent import Agent, AgentConfig
 from runners.candidates import CandidateBuilder
 from runners.client import TrackerClient
@@ -18,15 +19,17 @@ from runners.progress import JobProgress
 from runners.workloads.preload import DEMO_PRELOAD
 from runners.workloads.registry import default_workloads
 from tracker.enums import FINISHED_JOB_STATES
-from tracker.models import Job
+from tracker.models import Job, utcnow
 
 HARDWARE = "cpu"
 RUNNER_NAME = "demo-cpu-runner"
 # How long each benchmark may wait for a quiet machine before it starts. The tracker runs in this
 # process, and its follow-ups to the previous upload (a bisection started, an output check, an
 # evidence trace read) slow a toy run that starts beside them enough to be flagged for contention
-# and run again (docs/toy-noise.md, "neighbours"); a quarter-second look when it is quiet already.
-QUIET_WAIT_S = 10.0
+# and run again (docs/toy-noise.md, "neighbours"); a tenth of a second's look when it is quiet
+# already. Longer than a burst of a neighbour that loads a core 15 s at a time (issue 27), so that
+# a run, and above all a flagged run's re-run, starts after the burst rather than inside it.
+QUIET_WAIT_S = 20.0
 
 
 class DemoRunner:
@@ -40,6 +43,7 @@ class DemoRunner:
         self._display = JobProgress(console, one_line=True)
         self._overall: TaskID | None = None
         self._start = 0
+        self.phases: list[Phase] = []  # each drain's stretch of time, for the time table
         self._agent = Agent(
             AgentConfig(
                 name=RUNNER_NAME,
@@ -58,16 +62,21 @@ class DemoRunner:
         )
 
     def drain(self, phase: str) -> None:
-        """Run jobs until none is queued (jobs queued meanwhile, confirmations and bisections, too)."""
+        """Run jobs until none is queued (jobs queued meanwhile, confirmations and bisections, too).
+
+        The stretch is kept as a :class:`Phase` named by ``phase`` up to its first colon.
+        """
         progress = self._display.progress
         start, total = self._counts()
         self._start = start
         self._overall = progress.add_task(phase, total=total - start)
+        began = utcnow()
         with progress:
             self._agent.run(once=True)
             finished, total = self._counts()
             progress.update(self._overall, completed=finished - start, total=total - start)
             self._display.hide()
+        self.phases.append(Phase(phase.split(":")[0], began, utcnow()))
         self._display.clear()  # the next phase starts on a display of its own
         self._overall = None
 

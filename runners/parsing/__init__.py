@@ -2,12 +2,14 @@
 
 Pure functions from text to the dataclasses in :mod:`runners.parsing.model`; the ``*_file``
 helpers are the only ones that read files. :func:`clean_console_text` is the one cleaning of
-captured console text (ANSI colour codes out) that every other reader of a log shares.
+captured console text (ANSI colour codes out) that every other reader of a log shares;
+:func:`warmup_mark` tells a runner, line by line, where the warmup begins and ends.
 """
 
 from __future__ import annotations
 
 from runners.parsing._logtext import clean_console_text
+from runners.parsing._requests import warmup_mark
 from runners.parsing.combine import combine
 from runners.parsing.model import MemoryCheckpoint, ParsedRun, ParseError, PerfDump, RunStatus, StageTiming
 from runners.parsing.perf_dump import parse_perf_dump, parse_perf_dump_file
@@ -30,6 +32,7 @@ __all__ = [
     "parse_run",
     "parse_sglang_log",
     "parse_sglang_log_file",
+    "warmup_mark",
 ]
 
 

@@ -13,6 +13,7 @@ served request's "Peak memory usage" comes after that.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from runners.parsing import _patterns as p
 from runners.parsing._fatal import fatal_reason
@@ -23,6 +24,7 @@ from runners.parsing._logtext import (
     parse_progress,
     seconds_to_ms,
     shorten,
+    strip_ansi,
     valid_number,
 )
 from runners.parsing.model import StageTiming, is_denoise_stage
@@ -362,6 +364,21 @@ def warmup_setting(line: str) -> bool | None:
         # "warmup_mode": null (0.5.14-0.5.17 before resolution) says nothing.
     if p.WARMUP_FLAG.search(line):
         return True
+    return None
+
+
+def warmup_mark(line: str) -> Literal["start", "done"] | None:
+    """Whether one console line begins the warmup (``"start"``), ends it (``"done"``, a failed
+    warmup included) or neither: "Processing warmup req..." and "Warmup req processed in", or the
+    "Warmup requests: k/N" count, 0 first and N last. Colour codes are allowed."""
+    line = strip_ansi(line)
+    if p.WARMUP_START.search(line):
+        return "start"
+    if p.WARMUP_DONE.search(line) or p.WARMUP_FAILED.search(line):
+        return "done"
+    if match := p.WARMUP_COUNT.search(line):
+        done, total = int(match["k"]), int(match["n"])
+        return "start" if done == 0 else ("done" if done >= total else None)
     return None
 
 

@@ -20,7 +20,10 @@ from runners.workloads.conditions import LinuxProc, ProcReader, parse_cpu_times
 # The tracker flags a CPU run when other processes took at least half a core (and a quarter of the
 # machine): starting only below that keeps a run that begins quiet from being flagged at its start.
 BUSY_CORES = 0.5
-SAMPLE_S = 0.25
+# Every job looks once, quiet or not: a tenth of a second (20 clock ticks on two cores, where a
+# neighbour on a whole core shows as 10) costs the demo's jobs little (a quarter of a second was
+# a tenth of a toy job's wall time, docs/demo.md).
+SAMPLE_S = 0.1
 RETRY_S = 1.0
 
 

@@ -50,6 +50,10 @@ def default_workloads(
                 # for a run forked from a preloaded interpreter (torch imported before the toy
                 # runs), so both launches compile with one inductor config and share its cache.
                 "TORCHINDUCTOR_VEC_ISA_OK": "1",
+                # A cold compile in the run's own process: inductor's pool of compile workers
+                # costs each run that compiles ~3 s of CPU to start (they import torch) and, on the
+                # 2-core hosts the toy runs on, finishes later than one thread (docs/demo.md).
+                "TORCHINDUCTOR_COMPILE_THREADS": "1",
             },
         ),
     }

@@ -37,6 +37,7 @@ from runners.workloads.commandline import (
 from runners.workloads.compile_log import CompileEventCounter, compile_counters
 from runners.workloads.conditions import CpuSampler
 from runners.workloads.environment import EnvironmentProbe, interpreter_for
+from runners.workloads.phases import ProcessPhases
 from runners.workloads.process import SUBPROCESS_LAUNCH, LogCapture, run_process
 from runners.workloads.profiling import collect_trace, profile_env, profile_options
 from runners.workloads.serve import (
@@ -132,9 +133,10 @@ class SglangWorkload:
             timeout_s=context.timeout_s,
             grace_s=self.kill_grace_s,
             cancel=context.cancel,
-            on_start=setup.watch.started,
+            on_start=setup.started,
             launcher=context.launcher,
         )
+        setup.phases.ended()
         dump_text = _read_text(dump_path)
         log_text = clean_console_text(setup.capture.text())
         environment = self._record_after(context, setup)
@@ -190,8 +192,9 @@ class SglangWorkload:
             timeout_s=context.timeout_s,
             grace_s=self.kill_grace_s,
             cancel=context.cancel,
-            on_start=setup.watch.started,
+            on_start=setup.started,
         )
+        setup.phases.ended()
         log_text = clean_console_text(setup.capture.text())
         environment = self._record_after(context, setup)
         if self.probe is not None:
@@ -259,15 +262,19 @@ class SglangWorkload:
         if self.probe is not None and self.sync_steps is not None:
             environment["step_timing"] = "device-synchronized" if self.sync_steps else "host"
         counter = CompileEventCounter()
-        capture = LogCapture(context.max_log_bytes, Tee(counter.feed, context.on_output))
+        phases = ProcessPhases()
+        capture = LogCapture(context.max_log_bytes, Tee((counter.feed, phases.feed), context.on_output))
         return _RunSetup(
-            env, environment, counter, capture, RunConditions(self.probe, self.cpu_sampler, context)
+            env, environment, counter, capture, RunConditions(self.probe, self.cpu_sampler, context), phases
         )
 
     def _record_after(self, context: WorkloadContext, setup: _RunSetup) -> dict[str, Any]:
-        """The run's recorded environment, completed with the GPUs' state and the conditions after it."""
+        """The run's recorded environment, completed with the GPUs' state, the conditions after it
+        and where the process's time went (:mod:`runners.workloads.phases`)."""
         setup.environment.update(self._gpu_state(context, "after"))
         setup.watch.record(setup.environment)
+        if self.probe is not None:
+            setup.environment["timings"] = setup.phases.timings()
         return setup.environment
 
     def _env(self, context: WorkloadContext) -> dict[str, str]:
@@ -313,6 +320,12 @@ class _RunSetup:
     counter: CompileEventCounter
     capture: LogCapture
     watch: RunConditions
+    phases: ProcessPhases
+
+    def started(self, pgid: int) -> None:
+        """The benchmark started as process group ``pgid``: its clock and its watchers start."""
+        self.phases.started()
+        self.watch.started(pgid)
 
 
 def _label(executable: tuple[str, ...]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from runners.workloads.base import WorkloadContext
@@ -65,17 +65,21 @@ class RunConditions:
 
 
 class Tee:
-    """Feeds every output line to the compile counter and to the caller's progress display.
+    """Feeds every output line to the run's own readers (the compile counter, the phase clock) and
+    to the caller's progress display.
 
     A failing display is switched off; it must not stop the counting or the log.
     """
 
-    def __init__(self, count: Callable[[str], None], display: Callable[[str], None] | None) -> None:
-        self._count = count
+    def __init__(
+        self, readers: Sequence[Callable[[str], None]], display: Callable[[str], None] | None
+    ) -> None:
+        self._readers = tuple(readers)
         self._display = display
 
     def __call__(self, line: str) -> None:
-        self._count(line)
+        for read in self._readers:
+            read(line)
         if self._display is not None:
             try:
                 self._display(line)

@@ -108,6 +108,12 @@ def test_runs_a_plain_and_a_stacked_candidate(live: Tracker, upstream: Upstream,
     assert "--enable-torch-compile" in str(run["command"])
     assert run["commit"]["title"] == "Change 2"  # type: ignore[index]
     assert run["commit"]["committed_at_estimated"] is False  # type: ignore[index]
+    # Where the job's time went on the runner: each part timed, none longer than the whole workload.
+    timings = run["environment"]["timings"]  # type: ignore[index]
+    assert set(timings) == {"build_s", "quiet_wait_s", "workload_s"}  # no probe here: no process phases
+    assert timings["quiet_wait_s"] < 0.1  # this agent does not wait for a quiet machine
+    assert 0 < timings["workload_s"] < 600
+    assert timings["build_s"] > 0
     stacked_run = run_detail(live, stacked)
     assert stacked_run["candidate_label"] == f"{upstream.main[2][:7]} + #7"
     assert stacked_run["patches_applied"] == ["refs/pull/7/head"]

@@ -10,7 +10,8 @@ the load average, and each GPU's clocks and throttle reasons before and after. H
 * :func:`assess_conditions` is the pure decision: ``None`` (clean) or a :class:`ConditionFlag`;
 * :func:`condition_flag` gives the flag of a run being stored (ingest);
 * :func:`tracker.workflows.reruns.requeue_if_flagged` queues the flagged run's job once more
-  when a job's run is stored; a re-run that is flagged again is kept, excluded, and not re-queued.
+  when a job's run is stored, and a re-run flagged again once more, until a budget of time since
+  the first flagged try is spent; the last run is then kept, excluded, and not re-queued.
 """
 
 from __future__ import annotations

@@ -20,26 +20,29 @@ from tracker.outputs.storing import insert_outputs
 from tracker.queue.jobs import finish_job, live_job
 from tracker.series.counts import count_run
 from tracker.series.latest import note_stored_runs
-from tracker.settings import Settings
+from tracker.settings import FLAGGED_RERUN_BUDGET_S, Settings
 from tracker.vcs.commits import record_commit
 from wire import JobResultIn, MeasurementIn, OutputIn, ResultIn
 
 
 @dataclass(frozen=True)
 class IngestLimits:
-    """Size limits an upload must respect, and whether detection waits for the scheduler."""
+    """Size limits an upload must respect, whether detection waits for the scheduler, and how long
+    a flagged run's job is measured again (seconds since its first flagged try)."""
 
     max_log_bytes: int
     max_steps_per_run: int
     defer_detection: bool = False
+    rerun_budget_s: float = FLAGGED_RERUN_BUDGET_S
 
     @classmethod
     def from_settings(cls, settings: Settings) -> IngestLimits:
-        """The limits and detection mode the settings give."""
+        """The limits, detection mode and re-run budget the settings give."""
         return cls(
             max_log_bytes=settings.max_log_bytes,
             max_steps_per_run=settings.max_steps_per_run,
             defer_detection=settings.detection_deferred,
+            rerun_budget_s=settings.flagged_rerun_budget_s,
         )
 
 

@@ -1,7 +1,7 @@
 """What follows a stored run or a job that ended without one.
 
 One place dispatches, so ingest and the job queue stay ignorant of comparisons and alerts:
-a flagged run is measured again;
+a flagged run is measured again (:mod:`tracker.workflows.reruns`);
 a comparison's arm advances its comparison; a run on a series (nightly, confirm, bisect, manual,
 import) feeds change detection, and a bisect job's result moves its bisection on. A culprit named,
 or a PR result found a regression, queues the evidence runs (:mod:`tracker.workflows.evidence`);
@@ -27,7 +27,7 @@ from tracker.models import Alert, Candidate, Case, Comparison, HardwareKind, Job
 from tracker.observability.metrics import timed_detection
 from tracker.series import pending
 from tracker.workflows.evidence import link_evidence_run, queue_culprit_evidence, queue_regression_evidence
-from tracker.workflows.reruns import requeue_if_flagged
+from tracker.workflows.reruns import DEFAULT_BUDGET, requeue_if_flagged
 
 # Jobs whose runs are points of the nightly series (plain commits of the branch).
 SERIES_REASONS = (JobReason.NIGHTLY, JobReason.CONFIRM, JobReason.BISECT, JobReason.MANUAL)
@@ -40,15 +40,17 @@ def after_job_run(
     run: Run,
     now: dt.datetime,
     defer: bool = False,
+    rerun_budget: dt.timedelta = DEFAULT_BUDGET,
 ) -> None:
     """React to the run a job attempt stored (its job is already done or failed).
 
     ``defer``: only mark the series for the scheduler's next evaluation (``tracker.series.pending``).
+    ``rerun_budget``: how long after its first flagged try a flagged run's job is measured again.
     """
     if job.reason is JobReason.EVIDENCE:  # profiled: read for the diagnosis, never re-run or a point
         link_evidence_run(session=session, job=job, run=run, now=now)  # read after the answer
         return
-    requeue_if_flagged(session=session, job=job, run=run, now=now)
+    requeue_if_flagged(session=session, job=job, run=run, now=now, budget=rerun_budget)
     if job.comparison_id is not None:
         comparison = record_comparison_job(session=session, job=job, run=run, now=now)
         _comparison_moved(session=session, comparison=comparison, now=now)

@@ -34,7 +34,12 @@ def store_job_result(
     )
     if outcome.created and outcome.job is not None:
         after_job_run(
-            session=session, job=outcome.job, run=outcome.run, now=now, defer=limits.defer_detection
+            session=session,
+            job=outcome.job,
+            run=outcome.run,
+            now=now,
+            defer=limits.defer_detection,
+            rerun_budget=dt.timedelta(seconds=limits.rerun_budget_s),
         )
     return outcome
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runners.workloads.quiet import busy_cores, wait_for_quiet
+import pytest
+
+from runners.workloads.quiet import SAMPLE_S, busy_cores, wait_for_quiet
 
 
 class ScriptedProc:
@@ -19,7 +21,7 @@ class ScriptedProc:
     def stat(self) -> str:
         if self._second:
             self._busy += next(self._script)
-            self._total += 50  # 2 CPUs x 25 ticks: one 0.25 s sample
+            self._total += 20  # 2 CPUs x 10 ticks: one 0.1 s sample
         self._second = not self._second
         idle = self._total - self._busy
         return f"cpu  {self._busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0 0 0 0\ncpu1 0 0 0 0\n"
@@ -44,7 +46,7 @@ class Clock:
 
 def test_busy_cores_reads_the_machine() -> None:
     clock = Clock()
-    assert busy_cores(ScriptedProc([25]), sleep=clock.sleep) == 1.0  # one core of two busy
+    assert busy_cores(ScriptedProc([10]), sleep=clock.sleep) == 1.0  # one core of two busy
 
 
 def test_a_quiet_machine_starts_at_once() -> None:
@@ -53,21 +55,19 @@ def test_a_quiet_machine_starts_at_once() -> None:
     assert waited.quiet
     assert waited.busy_cores is not None
     assert waited.busy_cores < 0.5
-    assert waited.waited_s == 0.25
+    assert waited.waited_s == SAMPLE_S == 0.1
 
 
 def test_a_busy_stretch_is_waited_out() -> None:
     clock = Clock()
-    waited = wait_for_quiet(
-        30, proc=ScriptedProc([25, 25, 24, 1]), sleep=clock.sleep, clock=lambda: clock.now
-    )
+    waited = wait_for_quiet(30, proc=ScriptedProc([10, 10, 9, 1]), sleep=clock.sleep, clock=lambda: clock.now)
     assert waited.quiet
-    assert waited.waited_s == 4 * 0.25 + 3 * 1.0
+    assert waited.waited_s == pytest.approx(4 * SAMPLE_S + 3 * 1.0)
 
 
 def test_a_machine_that_stays_busy_starts_at_the_limit() -> None:
     clock = Clock()
-    waited = wait_for_quiet(5, proc=ScriptedProc([25] * 100), sleep=clock.sleep, clock=lambda: clock.now)
+    waited = wait_for_quiet(5, proc=ScriptedProc([10] * 100), sleep=clock.sleep, clock=lambda: clock.now)
     assert not waited.quiet
     assert 5 <= waited.waited_s < 7
 

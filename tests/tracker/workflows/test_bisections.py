@@ -1,8 +1,10 @@
 """Hygiene on the bisection path: a flagged bisect run is measured again in its step's place, and a
-commit whose re-run is flagged too is skipped like one that cannot be built."""
+commit whose runs stay flagged until the re-run budget is spent is skipped like one that cannot be
+built."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from tests.factories import job_result
 from tests.tracker.bench import LIMITS, Bench
 from tests.tracker.detection.test_bisection import CULPRIT, repository  # noqa: F401 (the fixture)
 from tracker.enums import JobReason
+from tracker.ingest.results import IngestLimits
 from tracker.models import Alert, Commit, Job, Run
 from tracker.vcs.history import GitHistory
 from tracker.workflows import jobs as workflow_jobs
@@ -33,7 +36,10 @@ THROTTLED: dict[str, Any] = {
 
 
 class FlaggingBench(Bench):
-    """A bench whose uploads carry the environment ``conditions(job)`` says."""
+    """A bench whose uploads carry the environment ``conditions(job)`` says; time moves a minute
+    per job, and a flagged run is measured again for ``limits.rerun_budget_s``."""
+
+    limits: IngestLimits = LIMITS
 
     def run_all(
         self, measure: Callable[[Commit, Job], float], conditions: Callable[[Job], dict[str, Any]]
@@ -50,7 +56,7 @@ class FlaggingBench(Bench):
                 runner=self.runner,
                 job_id=job.id,
                 result=result,
-                limits=LIMITS,
+                limits=self.limits,
                 now=self.now,
             )
             self.follow_ups()
@@ -63,9 +69,11 @@ def bisect_with(
     repository: tuple[Path, list[CommitIn]],  # noqa: F811
     tmp_path: Path,
     flagged: Callable[[Job, int], bool],
+    rerun_budget_s: float = LIMITS.rerun_budget_s,
 ) -> tuple[Alert, FlaggingBench, list[CommitIn]]:
     repo, commits = repository
     bench = FlaggingBench(session, history=GitHistory(tmp_path / "mirrors"))
+    bench.limits = dataclasses.replace(LIMITS, rerun_budget_s=rerun_budget_s)
     assert bench.case.repository is not None
     bench.case.repository.url = str(repo)
     index_of = {commit.sha: index for index, commit in enumerate(commits)}
@@ -105,14 +113,34 @@ def test_a_flagged_bisect_run_is_measured_again_and_the_culprit_still_found(
     assert len(bisect_jobs) >= 2 * len(flagged)
 
 
-def test_a_commit_flagged_twice_is_skipped(
+def test_a_commit_flagged_until_the_budget_is_spent_is_skipped(
     session: Session,
     repository: tuple[Path, list[CommitIn]],  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    alert, _, _ = bisect_with(session, repository, tmp_path, lambda job, nth: True)
+    alert, bench, _ = bisect_with(session, repository, tmp_path, lambda job, nth: True, rerun_budget_s=180)
     assert alert.bisection_state in ("found", "gave_up")
     skipped = [step for step in alert.bisection_steps if step.outcome == "skipped"]
     assert skipped
-    assert all("flagged twice" in step.note for step in skipped)
+    # A minute per job: tried at 0, 1, 2 and 3 minutes after the first flagged try, then given up.
+    assert all("flagged on all 4 tries in 180 s (budget 180 s)" in step.note for step in skipped)
     assert all(step.outcome != "pending" for step in alert.bisection_steps)
+    bisect_jobs = [job for job in bench.ran if job.reason is JobReason.BISECT]
+    assert len(bisect_jobs) == 4 * len(skipped)
+
+
+def test_a_bisect_run_flagged_twice_and_then_clean_is_called(
+    session: Session,
+    repository: tuple[Path, list[CommitIn]],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # Contention that lasts two tries (the old rule gave up after the second): the third counts.
+    alert, _, commits = bisect_with(session, repository, tmp_path, lambda job, nth: nth <= 2)
+    assert alert.bisection_state == "found"
+    assert alert.culprit_commit is not None
+    assert alert.culprit_commit.sha == commits[CULPRIT].sha
+    assert not [step for step in alert.bisection_steps if step.outcome == "skipped"]
+    notes = [step.note for step in alert.bisection_steps if step.note and "measuring again" in step.note]
+    assert not notes  # each such note is replaced by the call once the clean run is in
+    reruns = session.scalars(select(Run).where(Run.rerun_job_id.is_not(None))).all()
+    assert len(reruns) == 2 * len({run.commit_id for run in reruns})

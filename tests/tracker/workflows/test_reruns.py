@@ -1,6 +1,7 @@
 """Measurement hygiene: the pure decision on hand-built conditions (clean, burner, throttled, steal),
-and the tracker path: a flagged upload is stored and excluded, its job re-queued exactly once, and
-comparison rounds take the re-run's value. Runs on SQLite and PostgreSQL like the rest of the suite."""
+and the tracker path: a flagged upload is stored and excluded, its job re-queued once per flagged
+run, and comparison rounds take the re-run's value (the time budget of the re-runs:
+``test_rerun_budget.py``). Runs on SQLite and PostgreSQL like the rest of the suite."""
 
 from __future__ import annotations
 
@@ -184,14 +185,21 @@ def runner(session: Session) -> Runner:
     )
 
 
-def run_next(session: Session, environment: dict[str, Any], value: float = 30.0) -> tuple[Job, Run]:
-    """Claim the next job and upload one run of it measured under ``environment``."""
+def run_next(
+    session: Session,
+    environment: dict[str, Any],
+    value: float = 30.0,
+    *,
+    now: dt.datetime = T0,
+    limits: IngestLimits = LIMITS,
+) -> tuple[Job, Run]:
+    """Claim the next job and upload one run of it measured under ``environment`` at ``now``."""
     agent = runner(session)
-    job = workflow_jobs.claim(session=session, runner=agent, now=T0)
+    job = workflow_jobs.claim(session=session, runner=agent, now=now)
     assert job is not None
     result = job_result(job.attempts, step_times_ms=[value] * 3, environment=environment)
     outcome = store_job_result(
-        session=session, runner=agent, job_id=job.id, result=result, limits=LIMITS, now=T0
+        session=session, runner=agent, job_id=job.id, result=result, limits=limits, now=now
     )
     return job, outcome.run
 
@@ -243,14 +251,19 @@ def test_a_flagged_nightly_run_is_stored_excluded_and_its_job_queued_exactly_onc
         for point in commit.runs
     )
 
-    # The re-run is flagged too: kept and excluded, and not queued a third time.
-    second_job, second = run_next(session, BURNER)
+    # The re-run is flagged too, after the re-run budget (15 minutes by default) is spent: kept and
+    # excluded, saying how often it was tried, and not queued a third time.
+    late = T0 + dt.timedelta(minutes=16)
+    second_job, second = run_next(session, BURNER, now=late)
     assert second_job.id == rerun.id
     assert second.measurement_flag is MeasurementFlag.CONTENTION
-    assert second.excluded_reason is not None
+    assert second.excluded_reason == (
+        "contention: other processes took 0.92 cores (46 % of 2) during the run; "
+        "flagged on all 2 tries in 960 s (budget 900 s)"
+    )
     assert second.rerun_job_id is None
     assert queued(session) == []
-    assert requeue_if_flagged(session=session, job=second_job, run=second, now=T0) is None
+    assert requeue_if_flagged(session=session, job=second_job, run=second, now=late) is None
 
 
 def test_a_clean_run_is_counted_and_queues_nothing(session: Session) -> None:
@@ -327,13 +340,17 @@ def test_a_flagged_arm_is_re_run_with_its_round_and_arm_and_the_re_run_counts(se
     assert view.results[0].result.verdict is Verdict.REGRESSION
 
 
-def test_an_arm_flagged_twice_makes_its_round_unusable(session: Session) -> None:
+def test_an_arm_flagged_until_the_budget_is_spent_makes_its_round_unusable(session: Session) -> None:
     compared = comparison(session, rounds=1)
+    now = T0
     while queued(session):
         upcoming = queued(session)[0]
-        run_next(session, BURNER if upcoming.arm is Arm.HEAD else CLEAN)
+        now += dt.timedelta(minutes=6)
+        run_next(session, BURNER if upcoming.arm is Arm.HEAD else CLEAN, now=now)
     jobs = list(session.scalars(select(Job).where(Job.comparison_id == compared.id)))
-    assert len(jobs) == 3  # base, head, and the head's one re-run
+    # base, head, and the head's re-runs 6, 12 and 18 minutes after its first flagged try
+    assert len(jobs) == 5
+    assert {(job.comparison_round, job.arm) for job in jobs if job.arm is Arm.HEAD} == {(1, Arm.HEAD)}
     [round_one] = comparison_view(session=session, comparison_id=compared.id).results[0].rounds
     assert round_one.ended
     assert not round_one.usable
