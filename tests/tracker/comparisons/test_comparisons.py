@@ -4,7 +4,6 @@ drive them; the order of the arms and the order effect: test_arm_order.py."""
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Callable
 from typing import Any
@@ -14,21 +13,19 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tests.factories import job_result
+from tests.tracker.comparisons.ordered_runs import CASE, T0, candidate, runner
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.comparisons.calibration import list_calibrations
 from tracker.comparisons.creation import (
     create_calibration,
     create_comparison,
-    repository_of_cases,
-    resolve_candidate,
 )
 from tracker.comparisons.progress import cancel_comparison
 from tracker.comparisons.summary import comparison_view, list_comparisons
 from tracker.enums import Arm, ComparisonState, JobReason, JobState, Verdict
 from tracker.errors import Conflict, InvalidInput
 from tracker.ingest.results import IngestLimits
-from tracker.models import Calibration, Candidate, Comparison, Job, Runner
-from tracker.queue.runners import register_runner
+from tracker.models import Calibration, Comparison, Job
 from tracker.series.state import latest_calibration
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.results import store_job_result, store_result
@@ -36,29 +33,8 @@ from wire import ResultIn
 
 pytestmark = pytest.mark.dialect
 
-CASE = "qwen-image-t2i-1024"
-T0 = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
 LIMITS = IngestLimits(max_log_bytes=1 << 20, max_steps_per_run=10_000)
 Outcome = float | str  # a value in ms, or the failure reason of a failed run
-
-
-def candidate(session: Session, sha: str, patches: list[str] | None = None) -> Candidate:
-    repository = repository_of_cases(session=session, cases=[CASE])
-    return resolve_candidate(session=session, repository=repository, sha=sha, patches=patches or [])
-
-
-def runner(session: Session) -> Runner:
-    return register_runner(
-        session=session,
-        name="h200-a",
-        hardware=get_hardware_kind(session=session, name="H200"),
-        gpu_count=8,
-        labels={},
-        version="t",
-        host="h",
-        token=None,
-        now=T0,
-    )
 
 
 def compare(session: Session, *, aa: bool = False, **kwargs: Any) -> Comparison:
