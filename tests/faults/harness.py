@@ -124,6 +124,10 @@ class Tracker:
                 "PERFTRACK_DATA_DIR": str(self.root / "data"),
                 "PERFTRACK_LEASE_SECONDS": str(self.lease_seconds),
                 "PERFTRACK_ENVIRONMENT": "test",
+                # These tests are about faults, not measurement hygiene: a run flagged because the other
+                # test worker is busy is measured again for a few seconds, not for the production's
+                # quarter of an hour (the budget itself: tests/tracker/workflows/test_rerun_budget.py).
+                "PERFTRACK_FLAGGED_RERUN_BUDGET_S": "15",
                 **self.extra_env,
             }
         )

@@ -184,7 +184,12 @@ def tracker(db_url: str, root: Path, upstream: Upstream, lease_seconds: int = 60
     suites.mkdir()
     (suites / "agent.toml").write_text(SUITE.format(url=upstream.path))
     settings = Settings(
-        database_url=db_url, data_dir=root, suite_dir=suites, lease_seconds=lease_seconds, environment="test"
+        database_url=db_url,
+        data_dir=root,
+        suite_dir=suites,
+        lease_seconds=lease_seconds,
+        environment="test",
+        flagged_rerun_budget_s=15,  # a run flagged beside the other test worker: seconds, not 15 minutes
     )
     with live_server(settings) as url:
         engine = db.make_engine(settings.effective_database_url)
