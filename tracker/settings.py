@@ -107,6 +107,11 @@ class Settings(BaseSettings):
     # then it is kept excluded and its bisection step skipped. Contention comes and goes: a
     # neighbour's build or test run is over within minutes.
     flagged_rerun_budget_s: int = Field(default=FLAGGED_RERUN_BUDGET_S, ge=0)
+    # A CPU run (no GPU) measured while other processes took a share of the machine is flagged as
+    # contended. Off for CPU runners on a host that is shared by design (a CI box running tests
+    # beside them): their runs are then stored clean, as noisy as that host; GPU throttling and CPU
+    # steal are flagged either way.
+    flag_cpu_contention: bool = True
 
     # Where the dashboard is reachable from outside (links in PR comments and commit statuses).
     public_url: str | None = None

@@ -161,7 +161,9 @@ def plan_results(
         else:
             try:
                 plan.new_runs.append(
-                    _new_run(resolver, result, index=index, key=key, digest=digest, source=source)
+                    _new_run(
+                        resolver, result, index=index, key=key, digest=digest, source=source, limits=limits
+                    )
                 )
             except PerftrackError as error:
                 plan.decided[index] = refused(index, error)
@@ -171,10 +173,17 @@ def plan_results(
 
 
 def _new_run(
-    resolver: ImportResolver, result: ResultIn, *, index: int, key: str, digest: str, source: RunSource
+    resolver: ImportResolver,
+    result: ResultIn,
+    *,
+    index: int,
+    key: str,
+    digest: str,
+    source: RunSource,
+    limits: IngestLimits,
 ) -> _NewRun:
     resolved = resolver.resolve(result)
-    rows = run_rows(result, key=key, digest=digest, source=source)
+    rows = run_rows(result, key=key, digest=digest, source=source, cpu_contention=limits.flag_cpu_contention)
     rows.run.update(
         case_id=resolved.case.id,
         hardware_kind_id=resolved.kind.id,

@@ -104,13 +104,15 @@ class ConditionFlag:
     reason: str
 
 
-def assess_conditions(conditions: RunConditions) -> ConditionFlag | None:
+def assess_conditions(conditions: RunConditions, *, cpu_contention: bool = True) -> ConditionFlag | None:
     """``None`` when the run was measured under clean conditions, else the flag and its reason.
 
     Parameters
     ----------
     conditions
         What the runner recorded; what it could not record counts as clean.
+    cpu_contention
+        Whether other processes' CPU time flags a run without GPUs (``Settings.flag_cpu_contention``).
 
     A run whose steps were timed in its thread's CPU time (the toy's ``denoise_step_clock:
     thread_cpu``) is judged as any other: other processes' time slices are not in its numbers, but
@@ -134,7 +136,8 @@ def assess_conditions(conditions: RunConditions) -> ConditionFlag | None:
     cpu = conditions.cpu
     if cpu is not None:
         if (
-            not conditions.gpus
+            cpu_contention
+            and not conditions.gpus
             and cpu.other_cores >= CONTENTION_MIN_CORES
             and cpu.other_share_pct >= CONTENTION_SHARE_PCT
         ):
@@ -234,8 +237,10 @@ def _numbers(value: object) -> tuple[float, ...]:
     return tuple(number for item in value if (number := _number(item)) is not None)
 
 
-def condition_flag(*, status: RunStatus, environment: Mapping[str, Any]) -> ConditionFlag | None:
+def condition_flag(
+    *, status: RunStatus, environment: Mapping[str, Any], cpu_contention: bool = True
+) -> ConditionFlag | None:
     """The flag of a run being stored: ``None`` when its conditions were clean, or it failed."""
     if status is not RunStatus.OK:
         return None  # a failed run measured nothing to exclude
-    return assess_conditions(conditions_from_environment(environment))
+    return assess_conditions(conditions_from_environment(environment), cpu_contention=cpu_contention)

@@ -27,13 +27,15 @@ from wire import JobResultIn, MeasurementIn, OutputIn, ResultIn
 
 @dataclass(frozen=True)
 class IngestLimits:
-    """Size limits an upload must respect, whether detection waits for the scheduler, and how long
-    a flagged run's job is measured again (seconds since its first flagged try)."""
+    """Size limits an upload must respect, whether detection waits for the scheduler, how long a
+    flagged run's job is measured again (seconds since its first flagged try), and whether other
+    processes' CPU time flags a CPU run (``Settings.flag_cpu_contention``)."""
 
     max_log_bytes: int
     max_steps_per_run: int
     defer_detection: bool = False
     rerun_budget_s: float = FLAGGED_RERUN_BUDGET_S
+    flag_cpu_contention: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> IngestLimits:
@@ -43,6 +45,7 @@ class IngestLimits:
             max_steps_per_run=settings.max_steps_per_run,
             defer_detection=settings.detection_deferred,
             rerun_budget_s=settings.flagged_rerun_budget_s,
+            flag_cpu_contention=settings.flag_cpu_contention,
         )
 
 
@@ -86,7 +89,8 @@ def ingest_result(
         return IngestOutcome(run=existing, created=False)
 
     resolved = ImportResolver(session).resolve(result)
-    run = run_rows(result, key=key, digest=digest, source=source).as_run()
+    rows = run_rows(result, key=key, digest=digest, source=source, cpu_contention=limits.flag_cpu_contention)
+    run = rows.as_run()
     run.case = resolved.case
     run.hardware_kind = resolved.kind
     run.candidate = resolved.candidate
@@ -127,7 +131,10 @@ def ingest_job_result(
         warnings = record_commit(
             session=session, repository=base.repository, commit=result.commit
         ).disagreements
-    run = run_rows(result, key=key, digest=digest, source=RunSource.JOB).as_run()
+    rows = run_rows(
+        result, key=key, digest=digest, source=RunSource.JOB, cpu_contention=limits.flag_cpu_contention
+    )
+    run = rows.as_run()
     run.case_id = job.case_id
     run.hardware_kind_id = job.hardware_kind_id
     run.candidate_id = job.candidate_id

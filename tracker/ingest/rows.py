@@ -43,7 +43,9 @@ class RunRows:
         )
 
 
-def run_rows(result: MeasurementIn, *, key: str, digest: str, source: RunSource) -> RunRows:
+def run_rows(
+    result: MeasurementIn, *, key: str, digest: str, source: RunSource, cpu_contention: bool = True
+) -> RunRows:
     """What storing ``result`` under idempotency ``key`` writes (case, commit and job ids apart)."""
     status = RunStatus(result.status)
     run: dict[str, Any] = {
@@ -67,7 +69,7 @@ def run_rows(result: MeasurementIn, *, key: str, digest: str, source: RunSource)
         **_step_summary(result),
     }
     # Measured beside a CPU hog or on a throttled GPU: stored, but flagged and left out of detection.
-    flag = condition_flag(status=status, environment=result.environment)
+    flag = condition_flag(status=status, environment=result.environment, cpu_contention=cpu_contention)
     run["measurement_flag"] = None if flag is None else flag.kind
     run["excluded_reason"] = None if flag is None else flag.reason
     stages = [

@@ -5,6 +5,7 @@ run, and comparison rounds take the re-run's value (the time budget of the re-ru
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -30,6 +31,7 @@ from tracker.models.runs import MeasurementFlag
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
 from tracker.series.state import load_series_runs
+from tracker.settings import Settings
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.reruns import requeue_if_flagged
 from tracker.workflows.results import store_job_result
@@ -89,6 +91,14 @@ def test_contention_needs_half_a_core_and_a_quarter_of_the_machine() -> None:
     assert assess_conditions(cpu(0.4, cpu_count=1)) is None  # 40 % of one core, but under half a core
     assert assess_conditions(cpu(1.0, cpu_count=128)) is None  # one busy shell on a big host
     assert assess_conditions(cpu(40.0, cpu_count=128)) is not None
+
+
+def test_an_operator_can_turn_cpu_contention_off_and_steal_still_counts() -> None:
+    assert assess_conditions(cpu(0.92), cpu_contention=False) is None
+    steal = assess_conditions(cpu(0.92, steal_pct=12.0), cpu_contention=False)
+    assert steal is not None
+    assert steal.kind is MeasurementFlag.CPU_STEAL
+    assert steal.reason == "CPU steal 12 %"  # the contention is not named either
 
 
 def test_a_gpu_run_is_judged_by_its_gpus_not_by_the_hosts_other_benchmarks() -> None:
@@ -272,6 +282,20 @@ def test_a_clean_run_is_counted_and_queues_nothing(session: Session) -> None:
     assert run.measurement_flag is None
     assert run.excluded_reason is None
     assert queued(session) == []
+
+
+def test_with_cpu_contention_off_a_busy_cpu_run_is_stored_clean(session: Session) -> None:
+    assert not IngestLimits.from_settings(Settings(flag_cpu_contention=False)).flag_cpu_contention
+    assert IngestLimits.from_settings(Settings()).flag_cpu_contention
+    nightly(session)
+    shared_host = dataclasses.replace(LIMITS, flag_cpu_contention=False)
+    _, run = run_next(session, BURNER, limits=shared_host)
+    assert run.measurement_flag is None
+    assert run.excluded_reason is None
+    assert queued(session) == []
+    nightly(session, sha="bbbbbbb")
+    _, throttled = run_next(session, THROTTLED, limits=shared_host)
+    assert throttled.measurement_flag is MeasurementFlag.GPU_THROTTLED  # GPUs are judged as before
 
 
 def test_a_failed_run_is_not_flagged(session: Session) -> None:
