@@ -4,6 +4,8 @@ Code that behaves differently on the two databases is found by its constructs (u
 ``RETURNING``, LISTEN/NOTIFY, advisory locks, type variants, branches on the dialect). Each module
 holding one names here the test modules that exercise it, and those carry the marker. A new
 construct in a module not listed fails this test: say which tests cover it on both databases.
+A test that starts its own PostgreSQL cluster (``tests/faults/pgcluster.py``) runs on PostgreSQL in
+every pass: it covers without the marker, and carries none (the PostgreSQL pass would repeat it).
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ def _carries_marker(relative: str) -> bool:
     return "mark.dialect" in (ROOT / relative).read_text()
 
 
+def _own_cluster(relative: str) -> bool:
+    """Whether the test module starts a PostgreSQL cluster of its own, whatever the pass's database."""
+    return "PrivateCluster" in (ROOT / relative).read_text()
+
+
 def test_every_module_with_a_database_specific_construct_names_its_tests() -> None:
     found = _sources_with_constructs()
     unlisted = sorted(found - set(COVERED_BY))
@@ -84,7 +91,12 @@ def test_every_module_with_a_database_specific_construct_names_its_tests() -> No
 @pytest.mark.parametrize("relative", sorted({test for tests in COVERED_BY.values() for test in tests}))
 def test_the_covering_tests_carry_the_marker(relative: str) -> None:
     assert (ROOT / relative).exists(), relative
-    assert _carries_marker(relative), f"{relative} covers database-specific code: mark it `dialect`"
+    if _own_cluster(relative):
+        assert not _carries_marker(relative), (
+            f"{relative} runs on its own PostgreSQL in every pass: unmark it"
+        )
+    else:
+        assert _carries_marker(relative), f"{relative} covers database-specific code: mark it `dialect`"
 
 
 def test_tests_that_branch_on_the_backend_carry_the_marker() -> None:
@@ -94,6 +106,7 @@ def test_tests_that_branch_on_the_backend_carry_the_marker() -> None:
         if path.name != Path(__file__).name
         and TEST_CONSTRUCT.search(path.read_text())
         and not _carries_marker(path.relative_to(ROOT).as_posix())
+        and not _own_cluster(path.relative_to(ROOT).as_posix())
     ]
     assert not unmarked, f"these tests branch on the database: mark them `dialect`: {unmarked}"
 

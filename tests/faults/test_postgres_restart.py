@@ -35,8 +35,9 @@ from tracker.models import NightlyRun, apscheduler_jobs
 from tracker.scheduling.leader import PostgresLeader
 from tracker.scheduling.service import SchedulerService
 
+# Not marked `dialect`: it brings its own PostgreSQL cluster, so every pass runs it on PostgreSQL
+# and the PostgreSQL pass would only run it again (tests/test_dialect_marker.py).
 pytestmark = [
-    pytest.mark.dialect,
     pytest.mark.slow,  # a private PostgreSQL cluster, a tracker and a runner process
     pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason())),
 ]
