@@ -115,7 +115,7 @@ def _matches(
     confirmed suspect also matches a change of about its size (``same_size``) up to
     :data:`PIN_RADIUS` commits away in its direction while detection reports none at its own commit
     (``reported``: index and direction of every change reported now): the step moved, it did not
-    happen twice.
+    happen twice; never across another confirmed suspect's commit (the level moved in between).
     """
     for known in suspects:
         if known.direction != direction:
@@ -128,6 +128,7 @@ def _matches(
             known.outcome is ConfirmationOutcome.CONFIRMED
             and abs(known.first_bad - first_bad) <= PIN_RADIUS
             and (known.first_bad, direction) not in reported
+            and not _confirmed_between(suspects, known, first_bad)
             and same_size(
                 change_pct,
                 known.paired_pct if known.paired_pct is not None else known.detected_pct,
@@ -136,6 +137,15 @@ def _matches(
         ):
             return True
     return False
+
+
+def _confirmed_between(suspects: list[Suspect], known: Suspect, first_bad: int) -> bool:
+    """Whether another confirmed suspect's first bad commit lies strictly between ``known``'s and ``first_bad``."""
+    low, high = sorted((known.first_bad, first_bad))
+    return any(
+        other is not known and other.outcome is ConfirmationOutcome.CONFIRMED and low < other.first_bad < high
+        for other in suspects
+    )
 
 
 def _off_run(series: LabelledSeries, last_good: int, first_bad: int, rounds: Sequence[RoundValues]) -> int:

@@ -63,7 +63,8 @@ def matching_alert(context: SeriesContext, change: Change) -> Alert | None:
     at its commit, so detection placing a step of about its size a commit or two away as runs
     arrive is the same change, never a second alert (a step of another size is a change of its
     own). Never one that paired rounds refuted or found too noisy (they found no change at its
-    commit: a too-noisy suspect must not absorb a later change).
+    commit: a too-noisy suspect must not absorb a later change), and never across another
+    confirmed step: where the level moved in between, a step beyond it is not this one re-placed.
     """
     first_bad = context.commits[change.index].commit
     direction = direction_of(change)
@@ -87,6 +88,8 @@ def matching_alert(context: SeriesContext, change: Change) -> Alert | None:
         where = context.position(alert.first_bad_commit_id)
         if where is None or abs(where - change.index) > MATCH_RADIUS:
             continue
+        if _confirmed_step_between(context, alert, where, change.index):
+            continue  # the level moved in between: a change of its own
         if alert.confirmation == AlertConfirmation.CONFIRMED and not same_size(
             change.change_pct,
             float(alert.evidence.get("paired_change_pct") or alert.change_pct),
@@ -95,6 +98,19 @@ def matching_alert(context: SeriesContext, change: Change) -> Alert | None:
             continue  # a step of another size next to a confirmed one is a change of its own
         return alert
     return None
+
+
+def _confirmed_step_between(context: SeriesContext, alert: Alert, one: int, other: int) -> bool:
+    """Whether another confirmed alert (either direction) starts strictly between two series positions."""
+    low, high = sorted((one, other))
+    for step in context.alerts:
+        if step is alert or step.confirmation != AlertConfirmation.CONFIRMED:
+            continue
+        for commit_id in (step.first_bad_commit_id, step.culprit_commit_id):
+            where = context.position(commit_id) if commit_id is not None else None
+            if where is not None and low < where < high:
+                return True
+    return False
 
 
 def refuted_on_last_good(alert: Alert) -> bool:

@@ -1,0 +1,113 @@
+"""Which alert a change already is: the pinning of a confirmed step, on the demo's offload case.
+
+Built from plain objects: :func:`tracker.detection.alert_matching.matching_alert` reads the series'
+commits, detection's changes and the series' alerts, and nothing else.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from tracker.detection.alert_matching import SeriesContext, matching_alert
+from tracker.enums import AlertConfirmation, AlertStatus, Direction
+from tracker.models import Alert, Commit
+from tracker.series.state import SeriesCommit
+from tracker.statistics.changepoints import Change, Detection
+
+T0 = dt.datetime(2026, 12, 4, tzinfo=dt.UTC)
+# The offload case on night 6 of a loaded demo (2026-12-04), ms per step: incident 1 landed at
+# commit 2 and was first seen at 4, detection now places it at 3; the CFG speed-up at 5; incident 2
+# landed between 6 and 7 (its commit skipped by the nightlies) and shows at 7.
+LEVELS = [1.24, 1.25, 2.07, 2.11, 2.05, 1.31, 1.33, 1.76]
+
+
+def commits() -> list[Commit]:
+    return [
+        Commit(
+            id=index + 1,
+            sha=f"{index:040x}",
+            title=f"commit {index}",
+            committed_at=T0 + dt.timedelta(hours=index),
+        )
+        for index in range(len(LEVELS))
+    ]
+
+
+def change(index: int) -> Change:
+    before, after = LEVELS[index - 1], LEVELS[index]
+    return Change(
+        index=index,
+        before=before,
+        after=after,
+        change_pct=(after / before - 1.0) * 100.0,
+        z=None,
+        p_value=None,
+        established=index < len(LEVELS) - 1,
+        single_run_basis=False,
+        runs_before=2,
+        runs_after=1,
+        kind="step" if index < len(LEVELS) - 1 else "suspect",
+    )
+
+
+def confirmed(
+    alert_id: int, series: list[Commit], *, last_good: int, first_bad: int, culprit: int, pct: float
+) -> Alert:
+    return Alert(
+        id=alert_id,
+        direction=Direction.REGRESSION if pct > 0 else Direction.IMPROVEMENT,
+        status=AlertStatus.OPEN,
+        confirmation=AlertConfirmation.CONFIRMED,
+        last_good_commit=series[last_good],
+        last_good_commit_id=series[last_good].id,
+        first_bad_commit=series[first_bad],
+        first_bad_commit_id=series[first_bad].id,
+        culprit_commit=series[culprit],
+        culprit_commit_id=series[culprit].id,
+        change_pct=pct,
+        threshold_pct=2.0,
+        evidence={"paired_change_pct": pct},
+    )
+
+
+def context(series: list[Commit], changes: list[Change], alerts: list[Alert]) -> SeriesContext:
+    detection = Detection(
+        changes=tuple(changes),
+        outliers=(),
+        noise=None,
+        threshold_pct=2.0,
+        model_threshold_pct=2.0,
+        noise_threshold_pct=None,
+    )
+    session: Any = None  # matching reads no rows
+    return SeriesContext(
+        session=session,
+        case=None,  # type: ignore[arg-type]
+        hardware=None,  # type: ignore[arg-type]
+        commits=[SeriesCommit(commit=commit, runs=[]) for commit in series],
+        detection=detection,
+        alerts=alerts,
+        now=T0,
+    )
+
+
+def test_a_confirmed_step_is_not_re_placed_across_another_confirmed_step() -> None:
+    series = commits()
+    incident_1 = confirmed(3, series, last_good=1, first_bad=4, culprit=2, pct=66.2)
+    speed_up = confirmed(5, series, last_good=4, first_bad=5, culprit=5, pct=-36.0)
+    changes = [change(3), change(5), change(7)]
+    found = context(series, changes, [incident_1, speed_up])
+    # Incident 1 still matches where detection places it now, inside its range.
+    assert matching_alert(found, changes[0]) is incident_1
+    assert matching_alert(found, changes[1]) is speed_up
+    # +32 % three commits after incident 1's first bad commit, of about its size in logs: without
+    # the speed-up in between it would be incident 1 re-placed; with it, it is incident 2.
+    assert matching_alert(found, changes[2]) is None
+
+
+def test_without_a_step_in_between_a_re_placed_step_is_the_same_change() -> None:
+    series = commits()
+    incident_1 = confirmed(3, series, last_good=1, first_bad=4, culprit=2, pct=66.2)
+    changes = [change(3), change(7)]
+    assert matching_alert(context(series, changes, [incident_1]), changes[1]) is incident_1
