@@ -11,7 +11,13 @@ event (:mod:`tracker.detection.alert_log`).
 from __future__ import annotations
 
 from tracker.detection.alert_log import record
-from tracker.detection.alert_matching import LIVE, SeriesContext, direction_of, runs_from_jobs
+from tracker.detection.alert_matching import (
+    LIVE,
+    SeriesContext,
+    direction_of,
+    refuted_on_last_good,
+    runs_from_jobs,
+)
 from tracker.detection.confirmation import start_confirmation
 from tracker.enums import AlertConfirmation, AlertStatus, Metric
 from tracker.models import Alert
@@ -38,8 +44,14 @@ def suspect_again(context: SeriesContext, alert: Alert, change: Change) -> None:
 
 
 def suspect_anew(context: SeriesContext, alert: Alert, change: Change) -> None:
-    """A suspect whose run was interfered with: judge what its commit's new run shows."""
+    """A retired suspect asked again (:func:`~tracker.detection.alert_matching.retired_by_interference`):
+    its run was interfered with and measured again, its rounds showed the other way, or its odd
+    last good run left and the step now reads the other way: judge what the series shows now."""
     last_good = context.commits[change.index - 1].commit
+    if not alert.evidence.get("interfered_runs") and refuted_on_last_good(alert):
+        why = "its last good run was left out:"
+    else:
+        why = "measured again:"
     alert.direction = direction_of(change)
     alert.last_good_commit = last_good
     alert.last_good_commit_id = last_good.id
@@ -56,12 +68,13 @@ def suspect_anew(context: SeriesContext, alert: Alert, change: Change) -> None:
             "paired_change_pct",
             "paired_ci_pct",
             "paired_rounds",
+            "outlier_side",
         )
     }
     alert.evidence = {**kept, **_evidence(context, change)}
     record(
         alert,
-        reason=f"measured again: {alert.first_bad_commit.short_sha} now shows {alert.change_pct:+.1f} % "
+        reason=f"{why} {alert.first_bad_commit.short_sha} now shows {alert.change_pct:+.1f} % "
         f"against {last_good.short_sha}, a suspect again",
         now=context.now,
         to_status=AlertStatus.OPEN,

@@ -154,8 +154,11 @@ def retired_by_interference(context: SeriesContext, change: Change) -> Alert | N
     Either it rested on a run found interfered with (the run left detection and its commit was
     measured again): a change found there now, in either direction, is that alert's question
     anew; or its paired rounds showed a change the other way: a change reported there in that
-    direction is. One alert per series and first bad commit
-    (:func:`tracker.detection.confirmation.settle_confirmation`).
+    direction is; or they found its *last good* run the odd one, which left the series: against
+    the commit before that one the step may read the other way (a real change the odd run had
+    hidden), and that is a new question too. (The same direction is
+    :func:`tracker.detection.alerts.evaluate_series`' ``suspect_again``.) One alert per series
+    and first bad commit (:func:`tracker.detection.confirmation.settle_confirmation`).
     """
     first_bad = context.commits[change.index].commit
     for alert in context.alerts:
@@ -163,7 +166,15 @@ def retired_by_interference(context: SeriesContext, change: Change) -> Alert | N
             continue
         if alert.evidence.get("interfered_runs"):
             return alert
-        if alert.evidence.get("the_other_way") and alert.direction is not direction_of(change):
+        other_way = alert.direction is not direction_of(change)
+        if alert.evidence.get("the_other_way") and other_way:
+            return alert
+        if (
+            other_way
+            and refuted_on_last_good(alert)
+            and last_good_of(context, change) != alert.last_good_commit_id
+            and not explained_by_confirmed(context, change)
+        ):
             return alert
     return None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from tracker.detection.alert_matching import SeriesContext, matching_alert
+from tracker.detection.alert_matching import SeriesContext, matching_alert, retired_by_interference
 from tracker.enums import AlertConfirmation, AlertStatus, Direction
 from tracker.models import Alert, Commit
 from tracker.series.state import SeriesCommit
@@ -35,7 +35,10 @@ def commits() -> list[Commit]:
 
 
 def change(index: int) -> Change:
-    before, after = LEVELS[index - 1], LEVELS[index]
+    return step(index, LEVELS[index - 1], LEVELS[index])
+
+
+def step(index: int, before: float, after: float) -> Change:
     return Change(
         index=index,
         before=before,
@@ -43,11 +46,11 @@ def change(index: int) -> Change:
         change_pct=(after / before - 1.0) * 100.0,
         z=None,
         p_value=None,
-        established=index < len(LEVELS) - 1,
+        established=False,
         single_run_basis=False,
         runs_before=2,
         runs_after=1,
-        kind="step" if index < len(LEVELS) - 1 else "suspect",
+        kind="suspect",
     )
 
 
@@ -111,3 +114,34 @@ def test_without_a_step_in_between_a_re_placed_step_is_the_same_change() -> None
     incident_1 = confirmed(3, series, last_good=1, first_bad=4, culprit=2, pct=66.2)
     changes = [change(3), change(7)]
     assert matching_alert(context(series, changes, [incident_1]), changes[1]) is incident_1
+
+
+def test_a_suspect_refuted_on_its_odd_last_good_run_is_asked_again_the_other_way() -> None:
+    # The same loaded demo on night 7: the next commit (8, 1.58 ms) read as -10 % against the
+    # nightly run of 7 (1.76 ms). Its rounds found 7 and 8 alike and 7's nightly run the odd one,
+    # which left the series: against 6 the step at 8 is +19 %, the other way. The refuted
+    # improvement's commit must not swallow it.
+    series = [
+        *commits(),
+        Commit(id=9, sha=f"{8:040x}", title="commit 8", committed_at=T0 + dt.timedelta(hours=8)),
+    ]
+    refuted = Alert(
+        id=9,
+        direction=Direction.IMPROVEMENT,
+        status=AlertStatus.INVALID,
+        confirmation=AlertConfirmation.REFUTED,
+        last_good_commit=series[7],
+        last_good_commit_id=series[7].id,
+        first_bad_commit=series[8],
+        first_bad_commit_id=series[8].id,
+        change_pct=-10.4,
+        threshold_pct=2.0,
+        evidence={"outlier_side": "last_good"},
+    )
+    kept = [*series[:7], series[8]]  # the odd run of 7 left the series
+    rise = step(7, 1.33, 1.58)
+    found = context(kept, [rise], [refuted])
+    assert retired_by_interference(found, rise) is refuted
+    # While its last good commit is still the one the rounds judged, it is not asked again.
+    against_the_same = step(8, 1.50, 1.58)
+    assert retired_by_interference(context(series, [against_the_same], [refuted]), against_the_same) is None
