@@ -7,6 +7,7 @@ from typing import Any
 
 from runners.parsing import parse_run
 from runners.payload import CommitInfo, as_body, import_key, import_result
+from tracker.statistics.changepoints import Change
 from wire import JobResultIn
 
 
@@ -87,3 +88,22 @@ def job_result(attempt: int, **overrides: Any) -> JobResultIn:
     if body["status"] == "failed":
         body["step_times_ms"] = []
     return JobResultIn.model_validate(body)
+
+
+def suspect_change(
+    index: int, before: float, after: float, *, runs_before: int = 20, runs_after: int = 1
+) -> Change:
+    """A suspect detection reported at commit ``index``: from ``before`` to ``after`` (ms)."""
+    return Change(
+        index=index,
+        before=before,
+        after=after,
+        change_pct=(after / before - 1.0) * 100.0,
+        z=None,
+        p_value=None,
+        established=False,
+        single_run_basis=False,
+        runs_before=runs_before,
+        runs_after=runs_after,
+        kind="suspect",
+    )

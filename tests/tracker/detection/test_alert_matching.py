@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from tests.factories import suspect_change
 from tracker.detection.alert_matching import SeriesContext, matching_alert, retired_by_interference
 from tracker.enums import AlertConfirmation, AlertStatus, Direction
 from tracker.models import Alert, Commit
@@ -39,19 +40,7 @@ def change(index: int) -> Change:
 
 
 def step(index: int, before: float, after: float) -> Change:
-    return Change(
-        index=index,
-        before=before,
-        after=after,
-        change_pct=(after / before - 1.0) * 100.0,
-        z=None,
-        p_value=None,
-        established=False,
-        single_run_basis=False,
-        runs_before=2,
-        runs_after=1,
-        kind="suspect",
-    )
+    return suspect_change(index, before, after, runs_before=2)
 
 
 def confirmed(

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tests.factories import suspect_change
 from tracker.statistics.ab import NoisePrior, RoundValues
 from tracker.statistics.bisection import BisectCall, bisect_call, single_run_bisect_call
 from tracker.statistics.confirmation import ConfirmationOutcome, judge_confirmation
@@ -29,19 +30,7 @@ def _rounds(*changes_pct: float, base: float = BASE) -> list[RoundValues]:
 
 
 def _change(index: int, before: float = BASE, after: float = 110.0) -> Change:
-    return Change(
-        index=index,
-        before=before,
-        after=after,
-        change_pct=(after / before - 1.0) * 100.0,
-        z=None,
-        p_value=None,
-        established=False,
-        single_run_basis=False,
-        runs_before=20,
-        runs_after=1,
-        kind="suspect",
-    )
+    return suspect_change(index, before, after)
 
 
 def _judge(
