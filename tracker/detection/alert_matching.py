@@ -88,7 +88,7 @@ def matching_alert(context: SeriesContext, change: Change) -> Alert | None:
         where = context.position(alert.first_bad_commit_id)
         if where is None or abs(where - change.index) > MATCH_RADIUS:
             continue
-        if _confirmed_step_between(context, alert, where, change.index):
+        if _confirmed_start_between(context, alert.first_bad_commit, first_bad, besides=alert):
             continue  # the level moved in between: a change of its own
         if alert.confirmation == AlertConfirmation.CONFIRMED and not same_size(
             change.change_pct,
@@ -98,19 +98,6 @@ def matching_alert(context: SeriesContext, change: Change) -> Alert | None:
             continue  # a step of another size next to a confirmed one is a change of its own
         return alert
     return None
-
-
-def _confirmed_step_between(context: SeriesContext, alert: Alert, one: int, other: int) -> bool:
-    """Whether another confirmed alert (either direction) starts strictly between two series positions."""
-    low, high = sorted((one, other))
-    for step in context.alerts:
-        if step is alert or step.confirmation != AlertConfirmation.CONFIRMED:
-            continue
-        for commit_id in (step.first_bad_commit_id, step.culprit_commit_id):
-            where = context.position(commit_id) if commit_id is not None else None
-            if where is not None and low < where < high:
-                return True
-    return False
 
 
 def refuted_on_last_good(alert: Alert) -> bool:
@@ -132,18 +119,33 @@ def explained_by_confirmed(context: SeriesContext, change: Change) -> bool:
     have no series run left); when a confirmed alert stands for a step there, asking again would
     raise that step a second time. Commits are placed by the series' order (commit time, id).
     """
-    direction = direction_of(change)
     last_good = context.commits[change.index - 1].commit
     first_bad = context.commits[change.index].commit
+    return _confirmed_start_between(context, last_good, first_bad, direction=direction_of(change))
+
+
+def _confirmed_start_between(
+    context: SeriesContext,
+    one: Commit,
+    other: Commit,
+    *,
+    direction: Direction | None = None,
+    besides: Alert | None = None,
+) -> bool:
+    """Whether a confirmed alert (in ``direction``, or either; not ``besides``) has its first bad
+    commit or culprit strictly between two commits, placed by the series' order (commit time, id)."""
 
     def key(commit: Commit) -> tuple[dt.datetime, int]:
         return (commit.committed_at, commit.id)
 
+    low, high = sorted((key(one), key(other)))
     for alert in context.alerts:
-        if alert.direction is not direction or alert.confirmation != AlertConfirmation.CONFIRMED:
+        if alert is besides or alert.confirmation != AlertConfirmation.CONFIRMED:
+            continue
+        if direction is not None and alert.direction is not direction:
             continue
         starts = [commit for commit in (alert.first_bad_commit, alert.culprit_commit) if commit is not None]
-        if any(key(last_good) < key(commit) < key(first_bad) for commit in starts):
+        if any(low < key(commit) < high for commit in starts):
             return True
     return False
 

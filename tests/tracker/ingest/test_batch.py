@@ -4,6 +4,7 @@ key stored concurrently between the look-up and the insert answered as a duplica
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import threading
 import time
@@ -313,3 +314,22 @@ def test_two_batches_racing_for_the_same_keys_store_each_once(migrated_db_url: s
     assert [item.run_id for item in answers["second"]] == [item.run_id for item in answers["first"]][::-1]
     assert len(stored) == 3
     assert counted == 3
+
+
+def test_imports_follow_the_cpu_contention_setting_one_by_one_and_in_batches(session: Session) -> None:
+    shared_host = dataclasses.replace(LIMITS, flag_cpu_contention=False)
+
+    def body(key: str) -> ResultIn:
+        return ResultIn.model_validate(result_body(environment=CONTENDED, idempotency_key=key))
+
+    def flag_of(key: str) -> object:
+        return session.scalars(select(Run.measurement_flag).where(Run.idempotency_key == key)).one()
+
+    ingest_result(session=session, result=body("contended-one-on"), limits=LIMITS)
+    ingest_result(session=session, result=body("contended-one-off"), limits=shared_host)
+    ingest_results(session=session, results=[body("contended-batch-on")], limits=LIMITS)
+    ingest_results(session=session, results=[body("contended-batch-off")], limits=shared_host)
+    assert flag_of("contended-one-on") is not None
+    assert flag_of("contended-batch-on") is not None
+    assert flag_of("contended-one-off") is None
+    assert flag_of("contended-batch-off") is None
