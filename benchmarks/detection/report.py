@@ -283,6 +283,19 @@ def stream_tables(console: Console, stream: StreamTally, series: int, prior: str
         "",
         "",
     )
+    for size in (2.0, 3.0):
+        found, total = stream.recall_of_size(size)
+        why = {
+            reason: stream.missed_by_size.get((size, reason), 0)
+            for reason in ("no suspect", "refuted", "too_noisy")
+        }
+        suspected = found + why["refuted"] + why["too_noisy"]
+        targets.add_row(
+            f"{size:g} % changes missed: no suspect / refuted / too noisy (found if every suspect were)",
+            f"{why['no suspect']} / {why['refuted']} / {why['too_noisy']} ({_f(suspected / total if total else None)})",
+            "",
+            "",
+        )
     targets.add_row(
         "too noisy, but interval clear of 0 and ≥ 85 % of threshold: on changes / neutral",
         f"{stream.lenient_true} / {stream.lenient_neutral}",

@@ -159,6 +159,8 @@ class StreamTally:
     lasting_found: dict[tuple[float, float], int] = field(default_factory=lambda: defaultdict(int))
     lasting_total: dict[tuple[float, float], int] = field(default_factory=lambda: defaultdict(int))
     missed_as: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # The same by the change's size (lasting and one-night halves): (size, why) -> count.
+    missed_by_size: dict[tuple[float, str], int] = field(default_factory=lambda: defaultdict(int))
     # Too-noisy suspects a lenient rule would have confirmed (see ``lenient``), on labelled changes
     # of at least the threshold that were missed, and on neutral commits.
     lenient_true: int = 0
@@ -213,7 +215,9 @@ class StreamTally:
                 if abs(suspect.first_bad - change.index) <= TOLERANCE
                 and suspect.direction == change.direction
             ]
-            self.missed_as[near[0].outcome.value if near else "no suspect"] += 1
+            why = near[0].outcome.value if near else "no suspect"
+            self.missed_as[why] += 1
+            self.missed_by_size[(change.size_pct, why)] += 1
             self.lenient_true += any(lenient(suspect) for suspect in near)
         for suspect in outcome.with_outcome(ConfirmationOutcome.TOO_NOISY):
             self.lenient_neutral += lenient(suspect) and not any(

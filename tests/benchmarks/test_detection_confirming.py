@@ -132,3 +132,23 @@ def test_a_change_of_about_the_confirmed_step_s_size_is_that_step_another_size_i
     assert not confirming._matches([confirmed], 41, 40, 1, moved, 30.0)  # a step of its own
     assert not confirming._matches([confirmed], 45, 44, 1, {(45, 1)}, 9.5)  # too far away
     assert not confirming._matches([confirmed], 41, 40, -1, {(41, -1)}, -9.5)  # the other way
+
+
+def test_a_missed_change_is_counted_by_its_size_and_why() -> None:
+    series = _series("step", step_at=40)
+    base = Suspect(
+        first_bad=40,
+        last_good=39,
+        direction=1,
+        night=40,
+        detected_pct=9.0,
+        established=False,
+        outcome=ConfirmationOutcome.TOO_NOISY,
+        rounds=16,
+        paired_pct=4.0,
+    )
+    tally = StreamTally()
+    tally.add(series, StreamOutcome(suspects=(base,), points=LENGTH))
+    tally.add(series, StreamOutcome(suspects=(), points=LENGTH))
+    assert dict(tally.missed_by_size) == {(10.0, "too_noisy"): 1, (10.0, "no suspect"): 1}
+    assert tally.missed_as == {"too_noisy": 1, "no suspect": 1}
