@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +17,8 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
+from wire import replace_unencodable
+
 WRITE_OPTION = "perftrack_write"
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -23,15 +27,31 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine configured for perftrack's use of the backend.
 
     SQLite gets foreign keys, WAL (readers do not block the writer), a busy timeout, and
-    ``BEGIN IMMEDIATE`` for sessions made by :func:`make_session_factory` with ``write=True``.
+    ``BEGIN IMMEDIATE`` for sessions made by :func:`make_session_factory` with ``write=True``, and
+    JSON columns read by :func:`read_json`.
     """
     if url.startswith("sqlite"):
         if url not in ("sqlite://", "sqlite:///:memory:"):
             Path(url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+        kwargs.setdefault("json_deserializer", read_json)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs)
         _configure_sqlite(engine)
         return engine
     return create_engine(url, pool_pre_ping=True, **kwargs)
+
+
+# A surrogate escape in stored JSON text (json.dumps writes every non-ASCII character as one).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def read_json(text: str) -> Any:
+    """A SQLite JSON column's value, each lone UTF-16 surrogate replaced by U+FFFD.
+
+    Uploads holding one are refused (:mod:`wire.text`), but a database written before that may
+    hold some, which no page or JSON answer could write out. PostgreSQL's JSONB never stored one.
+    """
+    value = json.loads(text)
+    return replace_unencodable(value) if _SURROGATE_ESCAPE.search(text) else value
 
 
 def _configure_sqlite(engine: Engine) -> None:

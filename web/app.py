@@ -31,6 +31,7 @@ from web.limits import BodySizeLimit
 from web.metrics import router as metrics_router
 from web.observe import RequestObserver
 from web.pages.main import pages_router
+from web.redirects import RelativeRedirects
 from web.schemas import Health
 from web.state import AppState
 from web.vendor import router as vendor_router
@@ -119,7 +120,8 @@ def _lifespan(
 
 
 def _add_middleware(app: FastAPI, settings: Settings) -> None:
-    """The body size limit, dashboard sessions, security headers and request logging, innermost first."""
+    """The body size limit, dashboard sessions, security headers, relative redirects and request
+    logging, innermost first."""
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     assert settings.session_secret is not None  # Settings fills it in (random) outside production
     app.add_middleware(
@@ -128,6 +130,7 @@ def _add_middleware(app: FastAPI, settings: Settings) -> None:
         max_age_s=settings.session_max_age_s,
     )
     app.add_middleware(SecurityHeaders)  # on every answer, refusals by inner middleware included
+    app.add_middleware(RelativeRedirects)  # no Location built from the Host header (trailing slashes)
     app.add_middleware(RequestObserver)  # added last: outermost, so it times and logs every answer
 
 

@@ -6,6 +6,7 @@ pydantic and the standard library only, so a runner, which reaches the tracker o
 use it without importing ``tracker`` or ``web``.
 
 - :mod:`wire.limits`: bounds (ids, patch refs, JSON depth, times).
+- :mod:`wire.text`: text a body may carry (UTF-8 encodable, in every string and key), and its repair on read.
 - :mod:`wire.fields`: field types (commit shas, times with offsets, patch refs, strict measurements).
 - :mod:`wire.base`: the bases of request bodies, and readable validation messages.
 - :mod:`wire.results`: uploads (a job attempt's result, an import) and their answer.
@@ -27,7 +28,16 @@ from wire.batches import (
     ResultBatchIn,
 )
 from wire.digests import DIGEST_VERSION, Since, digest_version
-from wire.fields import AwareDatetime, Count, NonNegativeMs, PatchRef, PatchRefs, PositiveMs, Sha
+from wire.fields import (
+    AwareDatetime,
+    Count,
+    FreeFormObject,
+    NonNegativeMs,
+    PatchRef,
+    PatchRefs,
+    PositiveMs,
+    Sha,
+)
 from wire.leases import (
     AttemptIn,
     ClaimedCandidate,
@@ -65,6 +75,13 @@ from wire.results import (
     ResultIn,
     StageIn,
 )
+from wire.text import (
+    Unencodable,
+    escape_unencodable,
+    reject_unencodable,
+    replace_unencodable,
+    unencodable_text,
+)
 from wire.torch_logs import CompileEvent, CompileEventKind, GraphBreak, compile_event, parse_graph_breaks
 
 __all__ = [
@@ -97,6 +114,7 @@ __all__ = [
     "CompileEvent",
     "CompileEventKind",
     "Count",
+    "FreeFormObject",
     "GraphBreak",
     "InModel",
     "JobResultBatchIn",
@@ -120,11 +138,16 @@ __all__ = [
     "Sha",
     "Since",
     "StageIn",
+    "Unencodable",
     "compile_event",
     "describe_errors",
     "digest_version",
+    "escape_unencodable",
     "json_too_deep",
     "parse_graph_breaks",
     "reject_deep_json",
+    "reject_unencodable",
+    "replace_unencodable",
+    "unencodable_text",
     "validation_message",
 ]

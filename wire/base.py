@@ -1,8 +1,9 @@
 """The bases of every request body, and readable validation messages.
 
-Each body is checked for depth before anything recursive walks it, and U+0000 (which PostgreSQL's
-text and JSONB cannot hold) becomes U+FFFD, as the runner's log reader does: an upload must not be
-lost over a binary log.
+Each body is checked for depth before anything recursive walks it; text UTF-8 cannot encode (a lone
+UTF-16 surrogate, in any string or key at any depth) is refused, naming where it is
+(:mod:`wire.text`); and U+0000 (which PostgreSQL's text and JSONB cannot hold) becomes U+FFFD, as
+the runner's log reader does: an upload must not be lost over a binary log.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from wire.limits import reject_deep_json
+from wire.text import escape_unencodable, reject_unencodable
 
 
 def _without_nul(value: Any) -> Any:
@@ -27,12 +29,13 @@ def _without_nul(value: Any) -> Any:
 
 
 class InModel(BaseModel):
-    """A request body: too deep refused, U+0000 replaced by U+FFFD."""
+    """A request body: too deep refused, text UTF-8 cannot encode refused, U+0000 replaced by U+FFFD."""
 
     @model_validator(mode="before")
     @classmethod
-    def _no_nul_characters(cls, data: Any) -> Any:
+    def _sound_text(cls, data: Any) -> Any:
         reject_deep_json(data)  # before the recursive scrub (or anything else) walks it
+        reject_unencodable(data)  # free-form fields (environment, perf_dump) included, keys too
         return _without_nul(data)
 
 
@@ -53,8 +56,12 @@ def describe_errors(problems: Sequence[Mapping[str, Any]]) -> str:
         for part in problem.get("loc", ()):
             if part in ("body", "query", "path"):
                 continue
-            field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
-        message = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
+            if isinstance(part, int):
+                field += f"[{part}]"
+                continue
+            name = escape_unencodable(str(part))  # a key as sent: it may hold a lone surrogate
+            field += f".{name}" if field else name
+        message = escape_unencodable(str(problem.get("msg", "invalid"))).removeprefix("Value error, ")
         # A model-level check already starts with the field it is about.
         lines.append(message if _NAMES_ITS_FIELD.match(message) else f"{field or 'body'}: {message}")
     return "; ".join(lines) or "invalid input"

@@ -1,10 +1,12 @@
-"""Field types shared by the bodies: commit shas, times with offsets, patch refs, strict measurements."""
+"""Field types shared by the bodies: commit shas, times with offsets, patch refs, strict measurements,
+free-form JSON objects."""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, Strict
 
@@ -72,7 +74,22 @@ def _distinct_patches(refs: list[str]) -> list[str]:
     return refs
 
 
+def _finite_or_null(value: Any) -> Any:
+    """``value`` with NaN and ±Infinity as ``None`` (depth is bounded before: :class:`wire.InModel`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite_or_null(item) for item in value]
+    return value
+
+
 Sha = Annotated[str, AfterValidator(_sha)]
+# A free-form JSON object (the environment, a perf dump). NaN and ±Infinity, which Python's json
+# writes but JSON (and PostgreSQL's JSONB) cannot hold, become null, as a JSON answer shows them and
+# as the upload's digest already reads them: the upload is kept, not refused over one odd number.
+FreeFormObject = Annotated[dict[str, Any], AfterValidator(_finite_or_null)]
 AwareDatetime = Annotated[dt.datetime, AfterValidator(_aware)]
 PatchRef = Annotated[str, Field(max_length=MAX_PATCH_REF_LENGTH), AfterValidator(_patch_ref)]
 PatchRefs = Annotated[

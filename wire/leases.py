@@ -8,9 +8,26 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from wire.base import InModel
+from wire.limits import MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_RUNNER_LABELS
+
+
+def _printable_label(value: str) -> str:
+    if not value.isprintable():
+        raise ValueError("must be printable text on one line: no control, format or line-break characters")
+    return value
+
+
+def _label_key(key: str) -> str:
+    if any(character.isspace() or character == "=" for character in _printable_label(key)):
+        raise ValueError("a label's key holds no spaces and no '=' (the runner's --label is KEY=VALUE)")
+    return key
+
+
+LabelKey = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_KEY), AfterValidator(_label_key)]
+LabelValue = Annotated[str, Field(max_length=MAX_LABEL_VALUE), AfterValidator(_printable_label)]
 
 
 class RunnerIn(InModel):
@@ -21,7 +38,12 @@ class RunnerIn(InModel):
     name: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@\-]*$")]
     hardware: Annotated[str, Field(min_length=1, max_length=64)]
     gpu_count: Annotated[int, Field(ge=1, le=1024)]
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        max_length=MAX_RUNNER_LABELS,
+        description=f"at most {MAX_RUNNER_LABELS}, of printable text on one line: keys of at most "
+        f"{MAX_LABEL_KEY} characters without spaces or '=', values of at most {MAX_LABEL_VALUE}",
+    )
     version: Annotated[str, Field(max_length=64)] = ""
     host: Annotated[str, Field(max_length=255)] = ""
 

@@ -34,6 +34,11 @@ MAX_JSON_DEPTH = 32
 # holds one write transaction, so a batch stays well under the time a lock may be held.
 MAX_BATCH_ITEMS = 500
 
+# A runner's labels (``--label KEY=VALUE``): shown on the fleet page, so bounded in number and size.
+MAX_RUNNER_LABELS = 32
+MAX_LABEL_KEY = 64
+MAX_LABEL_VALUE = 256
+
 MAX_FAILURE_REASON = 4000  # characters of a failed run's reason; its log is kept whole apart
 
 # Times a result or commit may carry: anything outside is a typo or hostile, and a year-1 or

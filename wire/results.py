@@ -7,13 +7,13 @@ message naming the field.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, overload
+from typing import Annotated, Literal, overload
 
 from pydantic import BaseModel, Field, Strict, model_validator
 
 from wire.base import RecordIn
 from wire.digests import DIGEST_VERSION, Since, digest_version, upload_digest
-from wire.fields import AwareDatetime, Count, NonNegativeMs, PatchRefs, PositiveMs, Sha
+from wire.fields import AwareDatetime, Count, FreeFormObject, NonNegativeMs, PatchRefs, PositiveMs, Sha
 from wire.files import FilesIn
 from wire.limits import MAX_FAILURE_REASON
 from wire.outputs import OutputIn
@@ -72,11 +72,11 @@ class MeasurementIn(RecordIn):
     warmup_requests: Count = 0
     warnings: Annotated[list[Annotated[str, Field(max_length=2000)]], Field(max_length=200)] = []
     sources: Annotated[list[Annotated[str, Field(max_length=32)]], Field(max_length=8)] = []
-    environment: dict[str, Any] = Field(default_factory=dict)
+    environment: FreeFormObject = Field(default_factory=dict)
     command: Annotated[str, Field(max_length=20_000)] = ""
     raw_log: str = ""
     log_truncated: bool = False
-    perf_dump: dict[str, Any] | None = None
+    perf_dump: FreeFormObject | None = None
     output: Annotated[OutputIn | None, Since(2)] = Field(
         default=None, description="the seeded output the run saved (digest, shape, PNG references)"
     )

@@ -25,6 +25,13 @@ def _open(png: bytes) -> Image.Image:
         image = Image.open(io.BytesIO(png), formats=["PNG"])
     except UnidentifiedImageError as error:  # its message names the buffer object: no use to the reader
         raise ImageError("not a readable PNG") from error
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
+        # Pillow refuses (or, where warnings are errors, warns of) a header declaring more pixels than
+        # Image.MAX_IMAGE_PIXELS, before reading any: the same refusal as any reference too big.
+        raise ImageError(
+            f"a reference declares too many pixels (a decompression bomb): at most {MAX_REFERENCE_SIDE} "
+            f"pixels on its longest side; {error}"
+        ) from error
     except (OSError, ValueError) as error:
         raise ImageError(f"not a readable PNG: {error}") from error
     if image.width < 1 or image.height < 1 or max(image.width, image.height) > MAX_REFERENCE_SIDE:

@@ -22,6 +22,7 @@ from web.deps import SettingsDep, WriteSessionDep, get_state
 from web.metrics import webhook_outcome
 from web.schemas.errors import errors
 from web.state import AppState
+from wire import unencodable_text
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/github", tags=["github"])
@@ -59,7 +60,7 @@ StateDep = Annotated[AppState, Depends(get_state)]
             503,
             notes={
                 400: "Not a JSON object (or a form with a JSON payload), a payload the bot cannot "
-                "read, or no X-GitHub-Delivery header",
+                "read (text that is not Unicode included), or no X-GitHub-Delivery header",
                 401: "Missing or wrong X-Hub-Signature-256",
                 422: "A NUL character in the query string",
                 503: "No webhook secret or GitHub credentials configured",
@@ -93,6 +94,9 @@ def receive_webhook(
         return _answer(400, "a delivery needs an X-GitHub-Delivery header")
     if len(x_github_delivery) > _MAX_DELIVERY_ID:
         return _answer(400, f"X-GitHub-Delivery is over {_MAX_DELIVERY_ID} characters")
+    unsound = unencodable_text(payload)  # GitHub never sends one; nothing that holds one is stored
+    if unsound is not None:
+        return _answer(400, f"the {x_github_event} payload cannot be read: {unsound}")
     try:
         event = read_event(x_github_event, payload)
     except MalformedDelivery as error:
