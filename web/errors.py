@@ -1,7 +1,8 @@
 """Map tracker errors and validation failures to JSON responses: one handler, no tracebacks.
 
-Error messages may quote what the caller sent (``unknown case 'x'``); before one goes out, anything
-shaped like a perftrack token and every configured secret is replaced by ``[redacted]``, so a
+Error messages may quote what the caller sent (``unknown case 'x'``); before one goes out, every
+secret the one redactor knows (token shapes of perftrack, GitHub and the rest, credentials, every
+configured secret: :mod:`tracker.access.redaction`) is replaced by ``[redacted]``, so a
 token pasted into the wrong field never comes back in a response (validation errors never carry
 the ``input`` either).
 """
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tracker.access.redaction import Redactor, secret_values
 from tracker.errors import (
     AuthError,
     Conflict,
@@ -28,29 +30,31 @@ from tracker.errors import (
     PayloadTooLarge,
     PerftrackError,
 )
-from tracker.observability.log_config import Redactor, secret_values
 from web.pages.templating import templates
-from wire import MAX_JSON_DEPTH, describe_errors
+from wire import MAX_JSON_DEPTH, describe_errors, escape_unencodable
 
 logger = logging.getLogger("perftrack.web")
 
 
 def redact(request: Request, text: str) -> str:
-    """``text`` without token-shaped strings, credentials or any secret the settings hold (the same
-    redaction as the logs: :class:`tracker.observability.log_config.Redactor` over :func:`tracker.observability.log_config.secret_values`)."""
+    """``text`` without token-shaped strings, credentials or any secret the settings hold (the one
+    redactor, as for logs and stored runs: :class:`tracker.access.redaction.Redactor` over
+    :func:`tracker.access.redaction.secret_values`)."""
     state = getattr(request.app.state, "perftrack", None)
     secrets = secret_values(state.settings) if state is not None else []
     return Redactor(secrets).text(text)
 
 
 def _problems(request: Request, errors: Any) -> list[dict[str, Any]]:
-    """Validation problems as loc, msg and type only (never the input), redacted."""
+    """Validation problems as loc, msg and type only (never the input), redacted, each lone surrogate
+    of a key sent escaped (no JSON answer could carry it)."""
     return [
         {
             "loc": [
-                redact(request, part) if isinstance(part, str) else part for part in problem.get("loc", ())
+                redact(request, escape_unencodable(part)) if isinstance(part, str) else part
+                for part in problem.get("loc", ())
             ],
-            "msg": redact(request, str(problem.get("msg", ""))),
+            "msg": redact(request, escape_unencodable(str(problem.get("msg", "")))),
             "type": str(problem.get("type", "")),
         }
         for problem in errors

@@ -73,7 +73,8 @@ def start_bisection(
                 )
             return
         commits = [
-            upsert_commit(session=session, repository=bad.repository, commit=entry) for entry in listed
+            upsert_commit(session=session, repository=bad.repository, commit=entry, from_repository=True)
+            for entry in listed  # listed from git: the repository completes abbreviated commits
         ]
     if len(commits) <= 1:
         alert.bisection_state = BisectionState.NOT_NEEDED

@@ -183,7 +183,14 @@ def _new_run(
     limits: IngestLimits,
 ) -> _NewRun:
     resolved = resolver.resolve(result)
-    rows = run_rows(result, key=key, digest=digest, source=source, cpu_contention=limits.flag_cpu_contention)
+    rows = run_rows(
+        result,
+        key=key,
+        digest=digest,
+        source=source,
+        cpu_contention=limits.flag_cpu_contention,
+        redactor=limits.redactor,
+    )
     rows.run.update(
         case_id=resolved.case.id,
         hardware_kind_id=resolved.kind.id,

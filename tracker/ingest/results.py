@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
+import logging
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tracker.access.redaction import Redactor, secret_values
 from tracker.enums import JobReason, RunSource, RunStatus
 from tracker.errors import Conflict, InvalidInput, PayloadTooLarge
 from tracker.ingest.files import EVIDENCE_EXCLUSION, store_files
@@ -21,31 +23,36 @@ from tracker.queue.jobs import finish_job, live_job
 from tracker.series.counts import count_run
 from tracker.series.latest import note_stored_runs
 from tracker.settings import FLAGGED_RERUN_BUDGET_S, Settings
-from tracker.vcs.commits import record_commit
+from tracker.vcs.commits import fill_in_commit
 from wire import JobResultIn, MeasurementIn, OutputIn, ResultIn
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class IngestLimits:
     """Size limits an upload must respect, whether detection waits for the scheduler, how long a
-    flagged run's job is measured again (seconds since its first flagged try), and whether other
-    processes' CPU time flags a CPU run (``Settings.flag_cpu_contention``)."""
+    flagged run's job is measured again (seconds since its first flagged try), whether other
+    processes' CPU time flags a CPU run (``Settings.flag_cpu_contention``), and the redactor its
+    text goes through (with every secret the settings hold)."""
 
     max_log_bytes: int
     max_steps_per_run: int
     defer_detection: bool = False
     rerun_budget_s: float = FLAGGED_RERUN_BUDGET_S
     flag_cpu_contention: bool = True
+    redactor: Redactor = field(default_factory=Redactor, compare=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> IngestLimits:
-        """The limits, detection mode and re-run budget the settings give."""
+        """The limits, detection mode, re-run budget and held secrets the settings give."""
         return cls(
             max_log_bytes=settings.max_log_bytes,
             max_steps_per_run=settings.max_steps_per_run,
             defer_detection=settings.detection_deferred,
             rerun_budget_s=settings.flagged_rerun_budget_s,
             flag_cpu_contention=settings.flag_cpu_contention,
+            redactor=Redactor(secret_values(settings)),
         )
 
 
@@ -89,7 +96,14 @@ def ingest_result(
         return IngestOutcome(run=existing, created=False)
 
     resolved = ImportResolver(session).resolve(result)
-    rows = run_rows(result, key=key, digest=digest, source=source, cpu_contention=limits.flag_cpu_contention)
+    rows = run_rows(
+        result,
+        key=key,
+        digest=digest,
+        source=source,
+        cpu_contention=limits.flag_cpu_contention,
+        redactor=limits.redactor,
+    )
     run = rows.as_run()
     run.case = resolved.case
     run.hardware_kind = resolved.kind
@@ -128,11 +142,17 @@ def ingest_job_result(
     if result.commit is not None:
         if not (base.sha.startswith(result.commit.sha) or result.commit.sha.startswith(base.sha)):
             raise InvalidInput("commit.sha", f"{result.commit.sha} is not the job's base commit {base.sha}")
-        warnings = record_commit(
-            session=session, repository=base.repository, commit=result.commit
-        ).disagreements
+        # The job's base is the commit measured: the upload fills in what it lacks, never its sha.
+        warnings = tuple(fill_in_commit(base, result.commit))
+        for line in warnings:
+            logger.warning("%s (job %d)", line, job_id)
     rows = run_rows(
-        result, key=key, digest=digest, source=RunSource.JOB, cpu_contention=limits.flag_cpu_contention
+        result,
+        key=key,
+        digest=digest,
+        source=RunSource.JOB,
+        cpu_contention=limits.flag_cpu_contention,
+        redactor=limits.redactor,
     )
     run = rows.as_run()
     run.case_id = job.case_id

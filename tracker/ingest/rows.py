@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tracker.access.redaction import redact_environment, redact_text
+from tracker.access.redaction import Redactor
 from tracker.enums import RunSource, RunStatus
 from tracker.ingest.conditions import condition_flag
 from tracker.ingest.provenance import dump_commit_warning
@@ -44,16 +44,27 @@ class RunRows:
 
 
 def run_rows(
-    result: MeasurementIn, *, key: str, digest: str, source: RunSource, cpu_contention: bool = True
+    result: MeasurementIn,
+    *,
+    key: str,
+    digest: str,
+    source: RunSource,
+    cpu_contention: bool = True,
+    redactor: Redactor | None = None,
 ) -> RunRows:
-    """What storing ``result`` under idempotency ``key`` writes (case, commit and job ids apart)."""
+    """What storing ``result`` under idempotency ``key`` writes (case, commit and job ids apart).
+
+    Its free text goes through ``redactor`` (``IngestLimits.redactor``, holding the settings'
+    secrets; ``None``: token shapes and secret-named values only).
+    """
+    redact = redactor or Redactor()
     status = RunStatus(result.status)
     run: dict[str, Any] = {
         "idempotency_key": key,
         "payload_digest": digest,
         "source": source,
         "status": status,
-        "failure_reason": None if result.failure_reason is None else redact_text(result.failure_reason),
+        "failure_reason": None if result.failure_reason is None else redact.text(result.failure_reason),
         "denoise_stage_ms": result.denoise_stage_ms,
         "e2e_ms": result.e2e_ms,
         "peak_memory_mb": result.peak_memory_mb,
@@ -63,7 +74,7 @@ def run_rows(
         "frames_compiled": result.compile.frames_compiled,
         "requests_seen": result.requests_seen,
         "warmup_requests": result.warmup_requests,
-        "warnings": [redact_text(warning) for warning in _warnings(result)],
+        "warnings": [redact.text(warning) for warning in _warnings(result)],
         "sources": list(result.sources),
         "measured_at": result.measured_at,
         **_step_summary(result),
@@ -76,25 +87,27 @@ def run_rows(
         {"position": position, "name": stage.name, "duration_ms": stage.duration_ms}
         for position, stage in enumerate(result.stages)
     ]
-    artifacts: dict[str, Any] = {
-        "step_times_ms": list(result.step_times_ms),
-        # Logs and commands are served to every reader: tokens in them are not stored.
-        "environment": redact_environment(result.environment),
-        "command": redact_text(result.command),
-        "raw_log": redact_text(result.raw_log),
-        "log_truncated": result.log_truncated,
-        "perf_dump": None if result.perf_dump is None else redact_environment(result.perf_dump),
-    }
+    artifacts = _artifacts(result, redact)
+    if result.output is not None:
+        frame_rows(0, result.output)  # a reference that does not decode: InvalidInput naming it, now
+    return RunRows(run=run, stages=stages, artifacts=artifacts, output=result.output)
+
+
+def _artifacts(result: MeasurementIn, redact: Redactor) -> dict[str, Any]:
+    """The run's artifacts row: logs and commands are served to every reader, so they are redacted."""
     build = result.build if isinstance(result, JobResultIn) else None
-    artifacts |= {
+    return {
+        "step_times_ms": list(result.step_times_ms),
+        "environment": redact.mapping(result.environment),
+        "command": redact.text(result.command),
+        "raw_log": redact.text(result.raw_log),
+        "log_truncated": result.log_truncated,
+        "perf_dump": None if result.perf_dump is None else redact.mapping(result.perf_dump),
         "patches_applied": list(build.patches_applied) if build else [],
         "patches_already_in": list(build.patches_already_in) if build else [],
         "tree_sha": build.tree_sha if build else None,
         "output_digest": result.output_digest if isinstance(result, JobResultIn) else None,
     }
-    if result.output is not None:
-        frame_rows(0, result.output)  # a reference that does not decode: InvalidInput naming it, now
-    return RunRows(run=run, stages=stages, artifacts=artifacts, output=result.output)
 
 
 def _warnings(result: MeasurementIn) -> list[str]:

@@ -4,10 +4,10 @@
 every worker process, ``perftrack scheduler``, ``perftrack runner``); library code only asks
 ``logging.getLogger(__name__)`` and passes context with ``extra={...}``.
 
-Every record goes through :class:`RedactingFilter` on the way out: perftrack tokens (``pt_``
-followed by their random part), ``Authorization`` / ``Cookie`` header values, ``Bearer``
-credentials, extra fields named like secrets, and the configured secret values themselves
-(admin token, session secret, GitHub credentials, the database password, ...) are replaced by
+Every record goes through :class:`RedactingFilter` on the way out: the one redactor,
+:class:`tracker.access.redaction.Redactor` over the configured secret values (admin token, session
+secret, GitHub credentials, the database password, ...), replaces token shapes, credential headers
+and URLs, secret-named assignments, extra fields named like secrets and those values themselves by
 ``[redacted]`` in the message, the request id, the extra fields (whatever their type) and the
 traceback.
 
@@ -24,29 +24,18 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any, Literal, TextIO
 
-from pydantic import SecretStr
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
-from tracker.access.tokens import TOKEN_PREFIX
+from tracker.access.redaction import REDACTED as REDACTED
+from tracker.access.redaction import Redactor
+from tracker.access.redaction import secret_values as secret_values
 from tracker.settings import Settings
 
-REDACTED = "[redacted]"
 # The request being answered, for every record logged while it is (set by the web middleware).
 request_id: ContextVar[str | None] = ContextVar("perftrack_request_id", default=None)
 
-_TOKEN_TEXT = re.compile(rf"(?<![A-Za-z0-9]){re.escape(TOKEN_PREFIX)}[A-Za-z0-9_\-]{{16,}}")
-_HEADER_TEXT = re.compile(
-    r"(?i)\b((?:proxy-)?authorization|cookie|set-cookie|x-api-key)(['\"]?\s*[:=]\s*['\"]?)([^'\"\n,}]+)"
-)
-_BEARER_TEXT = re.compile(
-    r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"
-)  # credentials, not "bearer token"
-_SECRET_KEY = re.compile(r"(?i)(authorization|cookie|token|secret|password|passwd|api_key|private_key)")
 # The attributes every LogRecord has; anything else on a record came from ``extra=``.
 _STANDARD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
     "message",
@@ -60,45 +49,6 @@ _STANDARD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__di
 _CONTROL_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _CONTROL_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _HANDLER_MARK = "_perftrack_handler"
-_MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words; real secrets are much longer
-
-
-class Redactor:
-    """Replaces secrets in text: token shapes, credential headers and the given literal values."""
-
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values = {value for value in secrets if len(value) >= _MIN_SECRET_LENGTH}
-        for value in list(values):  # a multi-line secret (a PEM key) may be logged a line at a time
-            values.update(line.strip() for line in value.splitlines() if len(line.strip()) >= 16)
-        # Longest first, so a secret containing another is replaced whole.
-        self.secrets = sorted(values, key=len, reverse=True)
-
-    def text(self, value: str) -> str:
-        """``value`` with every secret replaced by ``[redacted]``."""
-        for secret in self.secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        value = _TOKEN_TEXT.sub(REDACTED, value)
-        value = _HEADER_TEXT.sub(lambda match: f"{match[1]}{match[2]}{REDACTED}", value)
-        return _BEARER_TEXT.sub(lambda match: f"{match[1]} {REDACTED}", value)
-
-    def value(self, key: str, value: Any) -> Any:
-        """An extra field's value, redacted: whole when its name says secret, else its text.
-
-        Numbers, booleans and ``None`` stay as they are; any other object is logged as its redacted
-        ``str()`` (a formatter would write ``str()`` anyway, secrets and all).
-        """
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        if _SECRET_KEY.search(key):
-            return REDACTED
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, Mapping):
-            return {self.text(str(k)): self.value(str(k), v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.value(key, item) for item in value]
-        return self.text(str(value))
 
 
 class RedactingFilter(logging.Filter):
@@ -206,22 +156,6 @@ class TextFormatter(logging.Formatter):
 
 def _indented(text: str) -> str:
     return "\n".join(f"  {escape_controls(part)}" for part in text.split("\n"))
-
-
-def secret_values(settings: Settings) -> list[str]:
-    """Every secret the settings hold: each ``SecretStr`` field and the database password."""
-    values = []
-    for name in type(settings).model_fields:
-        field = getattr(settings, name)
-        if isinstance(field, SecretStr):
-            values.append(field.get_secret_value())
-    try:
-        password = make_url(settings.effective_database_url).password
-    except ArgumentError:
-        password = None
-    if password:
-        values.append(str(password))
-    return values
 
 
 class _CurrentStderr:

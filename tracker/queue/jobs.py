@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
+from tracker.access.redaction import redact_text
 from tracker.enums import FINISHED_JOB_STATES, Arm, AttemptOutcome, ComparisonKind, JobReason, JobState
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Candidate, Case, HardwareKind, Job, JobAttempt, Runner, utcnow
@@ -205,7 +206,7 @@ def release_job(
     _end_attempt(
         job,
         outcome=AttemptOutcome.RELEASED,
-        reason=reason or "released by the runner",
+        reason=redact_text(reason) or "released by the runner",  # shown on the job's page
         runner=runner,
         now=now,
     )

@@ -99,6 +99,7 @@ def _measure_head(
         session=session,
         repository=repository,
         commit=(metadata or CommitIn(sha=head_sha)).model_copy(update={"branch": schedule.branch}),
+        from_repository=True,  # the remote's branch head, and the mirror's metadata
     )
     run.commit_sha = commit.sha
     pairs = _series(session=session, schedule=schedule)
@@ -233,6 +234,7 @@ def _backfill(
             session=session,
             repository=repository,
             commit=commit_in.model_copy(update={"branch": schedule.branch}),
+            from_repository=True,  # listed from the mirror
         )
         if _queue(session=session, commit=commit, pairs=pairs).queued:
             backfilled.append(commit.sha)

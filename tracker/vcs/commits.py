@@ -32,28 +32,41 @@ class RecordedCommit:
     disagreements: tuple[str, ...] = ()
 
 
-def upsert_commit(*, session: Session, repository: Repository, commit: CommitIn) -> Commit:
+def upsert_commit(
+    *, session: Session, repository: Repository, commit: CommitIn, from_repository: bool = False
+) -> Commit:
     """The stored commit for ``commit.sha``; see :func:`record_commit` (disagreements only logged)."""
-    return record_commit(session=session, repository=repository, commit=commit).commit
+    return record_commit(
+        session=session, repository=repository, commit=commit, from_repository=from_repository
+    ).commit
 
 
-def record_commit(*, session: Session, repository: Repository, commit: CommitIn) -> RecordedCommit:
+def record_commit(
+    *, session: Session, repository: Repository, commit: CommitIn, from_repository: bool = False
+) -> RecordedCommit:
     """The stored commit for ``commit.sha`` (abbreviations match), created or filled in.
 
     A known commit is immutable to uploads: a value the tracker has is never changed, since a new
     title, time or parent list would reorder series and mislead bisection. What an upload may still
     fill in is what the tracker does not know yet: an empty title, author or branch, an estimated
-    commit time, missing parents, and the full sha (or full parent shas) of an abbreviated one.
-    Every other difference is logged as a warning and returned in ``disagreements``, not applied.
+    commit time, missing parents (or full parent shas of abbreviated ones). Every other difference is
+    logged as a warning and returned in ``disagreements``, not applied.
+
+    The full sha of a commit stored abbreviated is learnt only ``from_repository``: when ``commit``
+    was read from the repository itself (its git history, its branch heads). An upload naming a full
+    sha that merely starts with a stored abbreviation is stored on that commit with a disagreement,
+    and the abbreviation keeps naming one commit: any digits would do to claim it.
     """
     stored = _find_commit(session=session, repository=repository, sha=commit.sha)
     if stored is None:
         inserted = _insert_commit(session=session, repository=repository, commit=commit)
         if inserted is None:
             # Another upload of the same new commit inserted it between our look-up and insert.
-            return record_commit(session=session, repository=repository, commit=commit)
+            return record_commit(
+                session=session, repository=repository, commit=commit, from_repository=from_repository
+            )
         return RecordedCommit(inserted)
-    disagreements = _fill_in(stored, commit)
+    disagreements = fill_in_commit(stored, commit, from_repository=from_repository)
     for line in disagreements:
         logger.warning("%s (repository %s)", line, repository.name)
     return RecordedCommit(stored, tuple(disagreements))
@@ -84,18 +97,24 @@ def _insert_commit(*, session: Session, repository: Repository, commit: CommitIn
     return stored
 
 
-def _fill_in(stored: Commit, commit: CommitIn) -> list[str]:
-    """Fill in what ``stored`` does not know yet from an upload; the differences not applied."""
+def fill_in_commit(stored: Commit, commit: CommitIn, *, from_repository: bool = False) -> list[str]:
+    """Fill in ``stored`` from ``commit`` (which names it) as :func:`record_commit` says; the
+    differences not applied."""
     disagreements: list[str] = []
 
-    def disagree(field: str, known: object, uploaded: object) -> None:
+    def disagree(
+        field: str, known: object, uploaded: object, why: str = "a known commit does not change"
+    ) -> None:
         disagreements.append(
             f"commit {stored.sha[:12]}: {field} is {_shown(known)} here; the upload's {_shown(uploaded)} "
-            "was not applied (a known commit does not change)"
+            f"was not applied ({why})"
         )
 
     if len(commit.sha) > len(stored.sha):
-        stored.sha = commit.sha  # learn the full sha from a later, more precise upload
+        if from_repository:
+            stored.sha = commit.sha  # the repository completes the abbreviation
+        else:
+            disagree("sha", stored.sha, commit.sha, "an abbreviation is completed from the repository only")
     if commit.committed_at is not None:
         if stored.committed_at_estimated:
             stored.committed_at = commit.committed_at

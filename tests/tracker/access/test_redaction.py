@@ -1,11 +1,11 @@
-"""Secrets taken out of stored logs, commands and environments: token shapes, credential headers,
-secret-named assignments, and nothing else."""
+"""Secrets taken out of stored logs, commands and environments: token shapes, credential headers
+and URLs, secret-named assignments, held secrets, and nothing else."""
 
 from __future__ import annotations
 
 import pytest
 
-from tracker.access.redaction import REDACTED, is_secret_name, redact_environment, redact_text
+from tracker.access.redaction import REDACTED, Redactor, is_secret_name, redact_environment, redact_text
 
 GH = "ghp_" + "A1b2" * 9
 HF = "hf_" + "AbCdEfGhIj" * 3 + "klmn"
@@ -100,7 +100,109 @@ def test_environment_keys_and_values() -> None:
         ("max_tokens", False),
         ("num_key_value_heads", False),
         ("gpu", False),
+        ("HF_TOKEN_2", True),
+        ("SECRET_KEY_BASE", True),
+        ("X-Api-Key", True),
+        ("PWD", False),
+        ("tokenizer_path", False),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:
     assert is_secret_name(name) is secret
+
+
+GH36 = "ghp_" + "Zz9" * 12
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx4Xj" + "Qm9" * 20 + "\n" + "Ab3" * 20 + "\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Each was stored as it came before there was one redactor.
+        ('{"api_key": "s3cr3t-v4lue", "n": 1}', '{"api_key": "[redacted]", "n": 1}'),
+        ("HF_TOKEN: abcdef123", "HF_TOKEN: [redacted]"),
+        ("  password: hunter2", "  password: [redacted]"),
+        ("curl -H 'X-Api-Key: abc123def' host", "curl -H 'X-Api-Key: [redacted]' host"),
+        (
+            "clone https://perf:p4ssw0rd@git.example.org/sglang.git",
+            "clone https://perf:[redacted]@git.example.org/sglang.git",
+        ),
+        (f"key file:\n{PEM}\ndone", "key file:\n[redacted]\ndone"),
+        ("aws AKIAIOSFODNN7EXAMPLE ok", "aws [redacted] ok"),
+        ("gitlab glpat-" + "x1Y2z3" * 4, "gitlab [redacted]"),
+        (f"GET /cb?state=1&token%3D{GH36}", "GET /cb?state=1&token%3D[redacted]"),
+        (f"GET /cb?t%3D{PT}", "GET /cb?t%3D[redacted]"),
+        (f"x{GH36} y", "x[redacted] y"),
+        (f"a_{GH36} 7{GH36}", "a_[redacted] 7[redacted]"),
+        (f"token \x1b[1mgh\x1b[0mp_{'Zz9' * 12}\x1b[0m", "token [redacted]"),
+        ("slack xoxb-1234567890-abcdefghij", "slack [redacted]"),
+        ("openai sk-proj-" + "aB3" * 10, "openai [redacted]"),
+        ("google AIza" + "Sy0" * 11 + "xy", "google [redacted]"),
+        ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sflKxwRJSMeKKF2QT4fwpM", "jwt [redacted]"),
+        (
+            "env: HF_TOKEN=abc DB_PASSWORD_FILE=/run/pw",
+            "env: HF_TOKEN=[redacted] DB_PASSWORD_FILE=[redacted]",
+        ),
+    ],
+)
+def test_redacts_what_one_redactor_knows(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "prompt_template_for_the_qwen_image_pipeline max_tokens: 512 Stage: DenoisingStage",
+        "https://github.com/sgl-project/sglang/pull/43601 at 10:00:00",
+        "disk-usage-0123456789abcdefghij task-0123456789abcdefghijk",
+        "\x1b[32mINFO\x1b[0m server started",
+        "PWD=/home/perf OLDPWD=/tmp key_count=3",
+        '{"key": {"rope_theta": 1}, "secret_scanning": [1]}',
+    ],
+)
+def test_the_one_redactor_leaves_ordinary_text_alone(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_held_secrets_are_redacted_wherever_they_appear() -> None:
+    webhook, session = "whsec-0123456789abcdef", "sess-9876543210fedcba"
+    redactor = Redactor([webhook, session, PEM])
+    text = f"signed with {webhook}; cookie secret={session}x; {PEM.splitlines()[1]}"
+    assert redactor.text(text) == "signed with [redacted]; cookie secret=[redacted]x; [redacted]"
+
+
+def test_environment_keys_that_hold_or_name_a_secret() -> None:
+    environment = {GH36: "x", "SECRET_KEY_BASE": "abc", "HF_TOKEN_2": "def", "gpu": "H200", "key_count": 3}
+    assert redact_environment(environment) == {
+        REDACTED: REDACTED,
+        "SECRET_KEY_BASE": REDACTED,
+        "HF_TOKEN_2": REDACTED,
+        "gpu": "H200",
+        "key_count": 3,
+    }
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "a" * (1 << 20),
+        "eyJ" * (1 << 18),
+        "a=" * (1 << 19),
+        "x:" * (1 << 19),
+        "\x1b[" * (1 << 19),
+        "\x1b]" + "a" * (1 << 20),
+        "-----BEGIN RSA PRIVATE KEY-----\n" * (1 << 15),
+        "https://" + "a:" * (1 << 19),
+        "ghp_" * (1 << 18),
+        "--token " * (1 << 17),
+        'password: "' + "a" * (1 << 20),
+        "authorization" + " " * (1 << 20),
+    ],
+)
+def test_a_megabyte_of_adversarial_text_is_redacted(line: str) -> None:
+    """Each pattern is linear: these finish (their time is benchmarks' business, not a test's)."""
+    once = Redactor(["held-secret-value"]).text(line)
+    assert Redactor(["held-secret-value"]).text(once) == once

@@ -278,3 +278,16 @@ def test_a_token_shaped_request_id_is_replaced_never_logged_or_echoed(
     assert TOKEN not in stream.getvalue()
     access = [entry["request_id"] for entry in lines(stream) if entry["logger"] == "perftrack.access"]
     assert access == answered
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_log_records_go_through_the_one_redactor() -> None:
+    stream = io.StringIO()
+    configure_logging(log_format="text", stream=stream, secrets=[ADMIN_SECRET])
+    github = "ghp_" + "Zz9" * 12
+    logging.getLogger("perftrack.test").warning(
+        "clone failed for %s: password: hunter2 via https://u:pw-123@host %s", github, ADMIN_SECRET
+    )
+    text = stream.getvalue()
+    for secret in (github, "hunter2", "pw-123", ADMIN_SECRET):
+        assert secret not in text
