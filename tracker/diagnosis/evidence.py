@@ -16,13 +16,13 @@ from typing import Any
 from tracker.diagnosis.evidence_log import distinct_breaks, new_breaks
 from tracker.diagnosis.evidence_trace import (
     OperatorGrowth,
-    TraceError,
     grown_operators,
     operator_times,
     read_trace,
     total_ms,
 )
 from tracker.diagnosis.facts import Finding, FindingKind, format_pct
+from tracker.diagnosis.trace_stream import TraceError
 from wire.torch_logs import GraphBreak, parse_graph_breaks
 
 GRAPH_BREAK_WEIGHT = 3.05  # after the compile counters' finding (3.1 and up), before the machine's
@@ -37,7 +37,8 @@ MAX_OPERATORS_STORED = 200  # the summary keeps the largest operators of a trace
 
 def summarize(raw_log: str, trace: bytes | None) -> dict[str, Any]:
     """The summary of one evidence run: its distinct graph breaks and, when its trace is readable,
-    the self time per step of its largest operators (``trace_error`` says why not)."""
+    the self time per step of its largest operators (``trace_error`` says why not;
+    ``trace_events_dropped``, when non-zero, how many events past the reader's budget it left out)."""
     breaks = distinct_breaks(parse_graph_breaks(raw_log.splitlines()))
     summary: dict[str, Any] = {
         "graph_breaks": [
@@ -46,6 +47,7 @@ def summarize(raw_log: str, trace: bytes | None) -> dict[str, Any]:
         "operators_ms_per_step": None,
         "profiled_steps": None,
         "trace_error": None if trace is not None else "the run uploaded no trace",
+        "trace_events_dropped": 0,
     }
     if trace is not None:
         try:
@@ -56,6 +58,7 @@ def summarize(raw_log: str, trace: bytes | None) -> dict[str, Any]:
             largest = sorted(times.per_step_ms.items(), key=lambda item: -item[1])[:MAX_OPERATORS_STORED]
             summary["operators_ms_per_step"] = {name: round(value, 6) for name, value in largest}
             summary["profiled_steps"] = times.steps
+            summary["trace_events_dropped"] = times.dropped
     return summary
 
 

@@ -76,6 +76,13 @@ def read_evidence(item: EvidenceInput) -> dict[str, Any] | None:
         logger.warning(
             "evidence run %d (job %d): trace not read: %s", item.run_id, item.job_id, summary["trace_error"]
         )
+    elif summary["trace_events_dropped"]:
+        logger.warning(
+            "evidence run %d (job %d): trace read truncated: %d events past the budget not counted",
+            item.run_id,
+            item.job_id,
+            summary["trace_events_dropped"],
+        )
     return summary
 
 

@@ -26,7 +26,8 @@ class EvidenceJob(Base):
     ``side`` is ``base`` for the last good commit (or a comparison's base), ``head`` for the culprit
     (or the comparison's head). Exactly one of ``alert_id`` and ``comparison_result_id`` is set.
     An upload only links its run (``run_id``, ``recorded_at``); the run is read after the answer
-    (``summarized_at``; ``summary`` stays NULL for a failed run or one nothing could read).
+    (``summarized_at``; ``summary`` stays NULL for a failed run or one nothing could read), by one
+    reader at a time (``reading_until``: the claim of the reading under way).
     """
 
     __tablename__ = "evidence_jobs"
@@ -64,6 +65,9 @@ class EvidenceJob(Base):
         default=0,
         server_default=text("0"),
         comment="readings begun; a row whose readers never finished (a trace that kills its reader) is given up",
+    )
+    reading_until: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="a reading holds the row until then, UTC; NULL or past: free to read"
     )
     created_at: Mapped[created_at]
 

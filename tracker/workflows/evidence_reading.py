@@ -12,10 +12,13 @@ without a summary, so it is not tried again on every pass. The web layer runs th
 answering an upload; the scheduler and a scheduler-less server's housekeeping run it too, for what
 is left.
 
-Two readers may parse the same row at once (a follow-up and the scheduler): the row is locked
-and checked when the summary is kept, so it is stored once and the second reading is dropped.
-Each reading is counted before its trace is parsed (:func:`begin_reading`), so a trace that kills
-its reader (out of memory) is tried :data:`MAX_READ_ATTEMPTS` times, then given up
+One reader at a time parses a row: a reading claims it (:func:`begin_reading`, committed before
+the trace is parsed) for :data:`READ_CLAIM`, and a follow-up or the scheduler that finds the row
+claimed leaves it, so a trace is parsed once, not once per reader (a follow-up and the
+housekeeper overlapping parsed one trace three times). The row is still locked and checked when
+the summary is kept, so a reading that outlasted its claim is stored once. Each reading is counted
+when it claims the row, so a trace that kills its reader (out of memory) is tried
+:data:`MAX_READ_ATTEMPTS` times, each after the dead reader's claim ran out, then given up
 (:func:`give_up_reading`), instead of taking the server down on every pass.
 """
 
@@ -38,6 +41,9 @@ PENDING_LIMIT = 20  # rows read per pass; the next pass (or follow-up) takes the
 # Readings a row may begin. One that never ends (its trace killed the reader: out of memory) is
 # counted all the same, so such a trace is tried this many times, then given up, not forever.
 MAX_READ_ATTEMPTS = 3
+# How long a reading holds its row. A trace at the unpack cap is parsed in well under a minute
+# (docs/guide.md, "Reading a trace"); a claim outlives a slow reading, and a dead reader's runs out.
+READ_CLAIM = dt.timedelta(minutes=10)
 
 
 def summarize_pending(
@@ -73,9 +79,9 @@ def _summarize_one(
 ) -> bool:
     with db.session_scope(sessions) as session:
         # Counted, and committed, before the trace is parsed: a reader the trace kills still counts.
-        attempts = begin_reading(session=session, job_id=job_id)
+        attempts = begin_reading(session=session, job_id=job_id, now=clock())
     if attempts is None:
-        return False  # read by someone else meanwhile
+        return False  # read, or being read, by someone else
     if attempts > MAX_READ_ATTEMPTS:
         with db.session_scope(sessions) as session:
             give_up_reading(session=session, job_id=job_id, now=clock())
@@ -104,13 +110,17 @@ def pending_evidence(*, session: Session, limit: int = PENDING_LIMIT) -> list[in
     )
 
 
-def begin_reading(*, session: Session, job_id: int) -> int | None:
-    """Count a reading of a pending row as begun (commit before parsing); the readings so far, or
-    ``None`` when the row is read already or gone. Past :data:`MAX_READ_ATTEMPTS` the caller gives
-    it up (:func:`give_up_reading`) instead of reading it."""
+def begin_reading(*, session: Session, job_id: int, now: dt.datetime) -> int | None:
+    """Claim a pending row for a reading until ``now`` + :data:`READ_CLAIM` and count the reading
+    as begun (commit before parsing); the readings so far, or ``None`` when the row is read
+    already, gone, or claimed by a reading under way. Past :data:`MAX_READ_ATTEMPTS` the caller
+    gives it up (:func:`give_up_reading`) instead of reading it."""
     link = session.get(EvidenceJob, job_id, with_for_update=True)
     if link is None or link.summarized_at is not None or link.run_id is None:
         return None
+    if link.reading_until is not None and link.reading_until > now:
+        return None
+    link.reading_until = now + READ_CLAIM
     link.read_attempts += 1
     session.flush()
     return link.read_attempts
@@ -129,6 +139,7 @@ def give_up_reading(*, session: Session, job_id: int, now: dt.datetime) -> bool:
         link.read_attempts,
     )
     link.summarized_at = now
+    link.reading_until = None
     session.flush()
     return True
 
@@ -144,5 +155,6 @@ def store_evidence_summary(
     if summary is not None:  # left unset, the column stays SQL NULL (None would store JSON null)
         link.summary = summary
     link.summarized_at = now
+    link.reading_until = None
     session.flush()
     return True

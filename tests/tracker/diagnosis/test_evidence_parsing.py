@@ -14,13 +14,14 @@ from tracker.diagnosis.evidence import evidence_findings, summarize
 from tracker.diagnosis.evidence_log import distinct_breaks, new_breaks
 from tracker.diagnosis.evidence_trace import (
     Span,
-    TraceError,
+    Trace,
     grown_operators,
     operator_times,
     read_trace,
     self_times_us,
 )
 from tracker.diagnosis.facts import FindingKind
+from tracker.diagnosis.trace_stream import TraceError
 from wire.torch_logs import GraphBreak, parse_graph_breaks
 
 EVIDENCE = DATA / "evidence"
@@ -81,8 +82,9 @@ def test_self_time_subtracts_direct_children_on_the_same_thread_only() -> None:
         Span("aten::copy_", "cpu_op", (1, 1), 70.0, 10.0),
         Span("aten::other_thread", "cpu_op", (1, 2), 20.0, 40.0),
     ]
-    assert self_times_us(spans) == [40.0, 20.0, 30.0, 10.0, 40.0]
-    times = operator_times(spans)
+    trace = Trace.of(spans)
+    assert self_times_us(trace).tolist() == [40.0, 20.0, 30.0, 10.0, 40.0]
+    times = operator_times(trace)
     assert times.steps == 1
     assert times.per_step_ms == {
         "aten::linear": 0.02,
@@ -180,3 +182,34 @@ def test_a_truncated_or_oversized_gzip_is_refused_before_it_is_unpacked_whole(
     with pytest.raises(TraceError, match="over 1 MiB unpacked"):
         read_trace(bomb)
     assert read_trace(GOOD_TRACE)  # the real one, well under the limit, still reads
+
+
+def test_the_event_budget_keeps_at_most_its_events_and_counts_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    whole = read_trace(CULPRIT_TRACE)
+    assert whole.dropped == 0
+    kept = read_trace(CULPRIT_TRACE, max_events=500)
+    assert len(kept) == 500
+    assert kept.dropped == len(whole) - 500
+    assert kept.starts_us.tolist() == whole.starts_us[:500].tolist()  # the first ones, in order
+    assert operator_times(kept).dropped == kept.dropped
+    # The summary says the trace was read truncated; a whole one says nothing was left out.
+    assert summarize(CULPRIT_LOG, CULPRIT_TRACE)["trace_events_dropped"] == 0
+    monkeypatch.setattr(evidence_trace, "MAX_TRACE_EVENTS", 500)
+    summary = summarize(CULPRIT_LOG, CULPRIT_TRACE)
+    assert summary["trace_events_dropped"] == len(whole) - 500
+    assert summary["trace_error"] is None
+    assert summary["operators_ms_per_step"]
+
+
+def test_threads_and_names_past_their_budgets_are_counted_as_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evidence_trace, "MAX_THREADS", 2)
+    monkeypatch.setattr(evidence_trace, "MAX_OPERATOR_NAMES", 2)
+    spans = [Span(f"op{index % 3}", "cpu_op", (1, index % 4), 10.0 * index, 5.0) for index in range(12)]
+    trace = Trace.of(spans)
+    # Threads 0 and 1 are kept (6 events); of their names op0 and op1 are named, op2 is not.
+    assert len(trace) == 6
+    assert trace.names == ("op0", "op1")
+    assert trace.dropped == 6 + 2
+    assert set(operator_times(trace).per_step_ms) == {"op0", "op1"}

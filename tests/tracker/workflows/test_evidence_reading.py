@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,12 @@ from tests.tracker.scheduling.test_housekeeping import scratch_engine  # noqa: F
 from tests.tracker.scheduling.test_service import make_leader
 from tracker import db
 from tracker.catalog.cases import get_current_case, get_hardware_kind
+from tracker.diagnosis import evidence_loading
+from tracker.diagnosis.evidence import summarize
+from tracker.diagnosis.evidence_loading import EvidenceInput, read_evidence
 from tracker.diagnosis.facts import FindingKind
 from tracker.diagnosis.loading import alert_diagnosis
+from tracker.diagnosis.trace_stream import MAX_DEPTH
 from tracker.enums import Arm, BisectionState, JobReason
 from tracker.models import Alert, EvidenceJob, utcnow
 from tracker.queue.jobs import enqueue_job
@@ -33,7 +38,12 @@ from tracker.views.run_files import evidence_of_job
 from tracker.workflows import evidence_reading
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.evidence import queue_culprit_evidence
-from tracker.workflows.evidence_reading import MAX_READ_ATTEMPTS, pending_evidence, summarize_pending
+from tracker.workflows.evidence_reading import (
+    MAX_READ_ATTEMPTS,
+    READ_CLAIM,
+    pending_evidence,
+    summarize_pending,
+)
 from tracker.workflows.results import store_job_result
 from wire import JobResultIn
 from wire.files import FileIn
@@ -42,7 +52,7 @@ pytestmark = pytest.mark.dialect
 
 CORRUPT_GZIP = bytearray((EVIDENCE / "toy_culprit.trace.json.gz").read_bytes())
 CORRUPT_GZIP[40:60] = b"\xff" * 20  # the gzip header is intact, the deflate stream is not
-TOO_DEEP = gzip.compress(b"[" * 100_000)  # gunzips, then defeats the JSON reader (RecursionError)
+TOO_DEEP = gzip.compress(b"[" * 100_000)  # gunzips, then nests past the reader's depth
 
 
 def culprit_alert(session: Session) -> Alert:
@@ -170,22 +180,81 @@ def test_corrupt_traces_are_logged_and_marked_and_never_read_again(
     assert base.summary["trace_error"].startswith("not a gzip file: ")
     assert base.summary["operators_ms_per_step"] is None
     assert base.summary["graph_breaks"] == []  # the good side's log has none
-    # A trace no reader survives: no summary, logged with its traceback.
-    assert sql_null_summaries(session) == {head.job_id}
+    # A trace nested deeper than any profile (once a RecursionError): refused as it streams.
+    assert head.summary is not None
+    assert head.summary["trace_error"] == f"nested deeper than {MAX_DEPTH} levels"
+    assert sql_null_summaries(session) == set()
     messages = [record.getMessage() for record in caplog.records]
     assert any(f"job {base.job_id}): trace not read: not a gzip file" in message for message in messages)
+    assert any(f"job {head.job_id}): trace not read: nested deeper" in message for message in messages)
+    caplog.clear()
+    assert summarize_pending(sessions=sessions) == 0  # marked: not tried again
+    assert caplog.records == []
+    kinds = [finding.kind for finding in alert_diagnosis(session=session, alert=alert)]
+    assert FindingKind.GRAPH_BREAK in kinds  # both logs were read
+    assert FindingKind.OPERATOR not in kinds  # neither trace was
+
+
+def test_a_trace_no_reader_survives_is_logged_and_marked_without_a_summary(
+    session: Session,
+    sessions: sessionmaker[Session],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    culprit_alert(session)
+    links = upload_both(Bench(session))
+    session.flush()
+    head = links[Arm.HEAD]
+
+    def crashing(raw_log: str, trace: bytes | None) -> dict[str, object]:
+        if raw_log == head_log:
+            raise RecursionError("maximum recursion depth exceeded")
+        return summarize(raw_log, trace)
+
+    head_log = evidence_upload(1, Arm.HEAD).raw_log
+    monkeypatch.setattr(evidence_loading, "summarize", crashing)
+    with caplog.at_level(logging.WARNING, logger="tracker.diagnosis.evidence_loading"):
+        assert summarize_pending(sessions=sessions) == 2
+    session.expire_all()
+    assert head.summarized_at is not None
+    assert sql_null_summaries(session) == {head.job_id}
     failed = [
         record for record in caplog.records if f"job {head.job_id}) could not be read" in record.getMessage()
     ]
     assert len(failed) == 1
     assert failed[0].exc_info is not None
     assert failed[0].exc_info[0] is RecursionError
-    caplog.clear()
     assert summarize_pending(sessions=sessions) == 0  # marked: not tried again
-    assert caplog.records == []
-    kinds = [finding.kind for finding in alert_diagnosis(session=session, alert=alert)]
-    assert FindingKind.GRAPH_BREAK not in kinds  # one side without evidence: nothing compared
-    assert FindingKind.OPERATOR not in kinds
+
+
+def test_a_row_being_read_is_left_to_its_reader(
+    session: Session, sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    culprit_alert(session)
+    links = upload_both(Bench(session))
+    session.flush()
+    parsed: list[int] = []
+    overlapping: list[int] = []
+
+    def reading(item: EvidenceInput) -> dict[str, object] | None:
+        parsed.append(item.job_id)
+        if len(parsed) == 1:
+            # While the first trace is parsed, another reader's pass (the housekeeper's) runs.
+            overlapping.append(summarize_pending(sessions=sessions))
+        return read_evidence(item)
+
+    monkeypatch.setattr(evidence_reading, "read_evidence", reading)
+    assert summarize_pending(sessions=sessions) == 1
+    session.expire_all()
+    base, head = links[Arm.BASE], links[Arm.HEAD]
+    # The other pass left the row being read and read the other one: each trace parsed once.
+    assert overlapping == [1]
+    assert parsed == [base.job_id, head.job_id]
+    assert (base.read_attempts, head.read_attempts) == (1, 1)
+    assert base.summary is not None
+    assert head.summary is not None
+    assert base.reading_until is None
+    assert head.reading_until is None
 
 
 class ReaderKilled(BaseException):
@@ -205,10 +274,16 @@ def test_a_trace_whose_readings_never_finish_is_given_up_after_three(
     def killed(_item: object) -> None:
         raise ReaderKilled
 
+    start = utcnow()
+
+    def claims_later(claims: int) -> Callable[[], dt.datetime]:
+        return lambda: start + claims * READ_CLAIM
+
     monkeypatch.setattr(evidence_reading, "read_evidence", killed)
     for attempt in range(1, MAX_READ_ATTEMPTS + 1):
+        # Each pass comes after the dead reader's claim ran out.
         with pytest.raises(ReaderKilled):
-            summarize_pending(sessions=sessions)
+            summarize_pending(sessions=sessions, clock=claims_later(attempt))
         session.expire_all()
         first = links[Arm.BASE]  # the oldest pending row is read first, and kills its reader
         assert (first.read_attempts, first.summarized_at) == (attempt, None)
@@ -217,7 +292,7 @@ def test_a_trace_whose_readings_never_finish_is_given_up_after_three(
         caplog.at_level(logging.ERROR, logger="tracker.workflows.evidence_reading"),
         pytest.raises(ReaderKilled),
     ):
-        summarize_pending(sessions=sessions)
+        summarize_pending(sessions=sessions, clock=claims_later(MAX_READ_ATTEMPTS + 1))
     session.expire_all()
     base, head = links[Arm.BASE], links[Arm.HEAD]
     assert base.summarized_at is not None
@@ -226,7 +301,9 @@ def test_a_trace_whose_readings_never_finish_is_given_up_after_three(
     assert head.read_attempts == 1
     assert any(f"(job {base.job_id}) given up after 4 readings" in r.getMessage() for r in caplog.records)
     monkeypatch.undo()  # the reader survives again: the other row is read as usual
-    assert summarize_pending(sessions=sessions) == 1
+    # Not while the dead reader's claim holds it; once the claim ran out.
+    assert summarize_pending(sessions=sessions, clock=claims_later(MAX_READ_ATTEMPTS + 1)) == 0
+    assert summarize_pending(sessions=sessions, clock=claims_later(MAX_READ_ATTEMPTS + 2)) == 1
     session.expire_all()
     assert head.summary is not None
     assert pending_evidence(session=session) == []
