@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from xdist.scheduler import LoadScopeScheduling
 
 from tests.databases import empty_database, migrated_database, session_database
+from tests.fakes import fake_github, github_contract
 from tracker import db
 from tracker.access.tokens import create_token
 from tracker.catalog.cases import sync_suites
@@ -47,6 +48,23 @@ class SharedWorkerScheduling(LoadScopeScheduling):  # type: ignore[misc]
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> SharedWorkerScheduling:
     return SharedWorkerScheduling(config, log)
+
+
+@pytest.fixture(autouse=True)
+def github_contract_check() -> Iterator[None]:
+    """Every exchange with a fake GitHub made during the test is held to GitHub's published
+    description (tests/fakes/github_contract.py): the bot's requests and the fake's answers."""
+    start = len(fake_github.MADE)
+    yield
+    made = fake_github.MADE[start:]
+    del fake_github.MADE[start:]
+    found = [
+        problem
+        for fake in made
+        for exchange in fake.exchanges
+        for problem in github_contract.problems(exchange)
+    ]
+    assert not found, "GitHub's description refuses:\n" + "\n".join(dict.fromkeys(found))
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,10 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
     "tracker/bootstrap.py": ("tests/web/test_prepare_race.py", "tests/web/test_health.py"),
     "tracker/access/throttle.py": ("tests/web/test_sign_in_throttle.py",),
     "tracker/comparisons/progress.py": ("tests/tracker/comparisons/test_comparisons.py",),
-    "tracker/github/outbox.py": ("tests/web/api/test_github_webhook.py",),
+    "tracker/github/outbox.py": (
+        "tests/web/api/test_github_webhook.py",
+        "tests/web/api/test_github_failures.py",
+    ),
     "tracker/ingest/batch.py": ("tests/tracker/ingest/test_batch.py", "tests/web/api/test_results_batch.py"),
     "tracker/queue/claims.py": (
         "tests/tracker/queue/test_jobs.py",

@@ -1,9 +1,14 @@
 """A fake GitHub REST API for the bot's tests: a small FastAPI app holding state and recording calls.
 
-It speaks the shapes the bot uses (pulls, compare, collaborators' permission, issue comments,
-reactions, statuses, App installation tokens, who the bot is). ``fail_next(n)`` makes the next ``n``
-calls answer 502; ``hold`` makes every call wait until that event is set (a GitHub that hangs);
-``installed_on`` leaves the App off other repositories. Use it in-process through
+It answers what the bot asks (pulls, compare, collaborators' permission, issue comments,
+reactions, statuses, App installation tokens, who the bot is) in GitHub's full shapes
+(``github_shapes``), and records every exchange (``exchanges``) for the contract check against
+GitHub's published description (``github_contract``, run after each test by tests/conftest.py).
+``fail_next(n)`` makes the next ``n`` calls answer 502 (``carried_out=True``: after doing what was
+asked, an answer lost on the way);
+``rate_limit_next(n, reset_at=...)`` answers as GitHub's rate limits do; ``hold`` makes every call wait
+until that event is set (a GitHub that hangs); ``installed_on`` leaves the App off other repositories;
+``suspended`` suspends its installation. Use it in-process through
 :meth:`FakeGithub.transport` (an ``httpx.MockTransport``).
 """
 
@@ -22,7 +27,12 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 
+from tests.fakes import github_shapes as shapes
+from tests.fakes.github_contract import Exchange
+
 ENTERPRISE_PREFIX = "/api/v3"
+# Every fake made, in order: tests/conftest.py holds each test's fakes' exchanges to GitHub's description.
+MADE: list[FakeGithub] = []
 
 
 @dataclass
@@ -47,6 +57,7 @@ class FakeGithub:
     hold: threading.Event | None = None  # every call waits for this event (a slow GitHub, on cue)
     now: dt.datetime = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
     installation_id: int = 7001
+    suspended: bool = False  # the installation is suspended: no access token is issued
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     pull_files: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     merge_bases: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -55,12 +66,20 @@ class FakeGithub:
     reactions: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
+    # Every request and answer, for the contract check (tests/fakes/github_contract.py).
+    exchanges: list[Exchange] = field(default_factory=list)
     issued_tokens: list[str] = field(default_factory=list)
     _failures: int = 0
     _failing_methods: tuple[str, ...] = ()
     _failure_status: int = 502
     _failure_path: str = ""
+    _failure_carried_out: bool = False
+    _failure_headers: dict[str, str] = field(default_factory=dict)
+    _failure_body: dict[str, str] | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(900001))
+
+    def __post_init__(self) -> None:
+        MADE.append(self)
 
     def add_pull(
         self,
@@ -102,13 +121,51 @@ class FakeGithub:
         methods: tuple[str, ...] = ("GET", "POST", "PATCH"),
         status: int = 502,
         path: str = "",
+        carried_out: bool = False,
     ) -> None:
         """Answer the next ``count`` calls (of those methods: ``("POST", "PATCH")`` fails only writes;
-        whose path contains ``path``) with ``status`` (502 by default; 422 or 403: refused for good)."""
+        whose path contains ``path``) with ``status`` (502 by default; 422 or 403: refused for good);
+        ``carried_out``: each call takes effect first and only its answer is lost."""
         self._failures = count
         self._failing_methods = methods
         self._failure_status = status
         self._failure_path = path
+        self._failure_carried_out = carried_out
+        self._failure_headers = {}
+        self._failure_body = None
+
+    def rate_limit_next(
+        self,
+        count: int,
+        *,
+        reset_at: dt.datetime,
+        methods: tuple[str, ...] = ("GET", "POST", "PATCH"),
+        path: str = "",
+        status: int = 403,
+        retry_after_s: int | None = None,
+    ) -> None:
+        """Answer the next ``count`` calls (as :meth:`fail_next` picks them) as GitHub's primary rate
+        limit does (403 or 429, ``x-ratelimit-remaining: 0``, the reset in epoch seconds), or its
+        secondary rate limit with ``retry_after_s`` (``retry-after``)."""
+        self.fail_next(count, methods=methods, status=status, path=path)
+        reset = str(int(reset_at.timestamp()))
+        self._failure_headers = {
+            "x-ratelimit-limit": "5000",
+            "x-ratelimit-remaining": "0" if retry_after_s is None else "4000",
+            "x-ratelimit-reset": reset,
+            "x-ratelimit-used": "5000" if retry_after_s is None else "1000",
+            "x-ratelimit-resource": "core",
+        }
+        documentation = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
+        if retry_after_s is None:
+            message = f"API rate limit exceeded for installation ID {self.installation_id}."
+        else:
+            self._failure_headers["retry-after"] = str(retry_after_s)
+            message = (
+                "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+            )
+            documentation += "#about-secondary-rate-limits"
+        self._failure_body = {"message": message, "documentation_url": documentation}
 
     def bot_user(self) -> dict[str, str]:
         """Who the bot's comments are by: ``<slug>[bot]`` for an App, the token's user otherwise."""
@@ -119,6 +176,12 @@ class FakeGithub:
     def comments_on(self, number: int) -> list[dict[str, Any]]:
         """The comments of an issue or pull request, oldest first."""
         return [comment for comment in self.comments.values() if comment["issue_number"] == number]
+
+    def comment_answer(self, repository: str, comment: dict[str, Any]) -> dict[str, Any]:
+        """A kept comment as GitHub answers it (an ``issue-comment``)."""
+        return shapes.issue_comment(
+            repository, comment["id"], comment["issue_number"], comment["body"], comment["user"]["login"]
+        )
 
     def calls_to(self, method: str, fragment: str) -> list[Call]:
         """The recorded calls with that method whose path contains ``fragment``."""
@@ -136,6 +199,16 @@ class FakeGithub:
                 path,
                 headers={key: value for key, value in request.headers.items() if key.lower() != "host"},
                 content=request.content,
+            )
+            self.exchanges.append(
+                Exchange(
+                    method=request.method,
+                    path=path,
+                    body=json.loads(request.content) if request.content else None,
+                    status=answer.status_code,
+                    headers={key.lower(): value for key, value in answer.headers.items()},
+                    answer=answer.json() if answer.content else None,
+                )
             )
             return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
 
@@ -156,11 +229,14 @@ class FakeGithub:
             if fake._failures > 0 and request.method in fake._failing_methods and fake._failure_path in path:
                 fake._failures -= 1
                 status = fake._failure_status
+                if fake._failure_carried_out:
+                    await call_next(request)
                 fake.calls.append(
                     Call(request.method, path, status, request.headers.get("authorization", ""), body)
                 )
                 message = "Bad Gateway" if status >= 500 else "Validation Failed"
-                return JSONResponse({"message": message}, status_code=status)
+                answer = fake._failure_body or shapes.error(message)
+                return JSONResponse(answer, status_code=status, headers=fake._failure_headers)
             response = await call_next(request)
             fake.calls.append(
                 Call(
@@ -199,13 +275,15 @@ class FakeGithub:
 
         @app.exception_handler(HTTPException)
         async def github_error(_request: Request, error: HTTPException) -> JSONResponse:
-            return JSONResponse({"message": error.detail}, status_code=error.status_code)
+            return JSONResponse(shapes.error(str(error.detail)), status_code=error.status_code)
 
         @app.post("/app/installations/{installation_id}/access_tokens", status_code=201)
         def access_token(installation_id: int, request: Request) -> dict[str, Any]:
             require_app_jwt(request)
             if installation_id != fake.installation_id:
                 raise HTTPException(404, "Not Found")
+            if fake.suspended:
+                raise HTTPException(403, "This installation has been suspended")
             token = f"ghs_fake{len(fake.issued_tokens) + 1:04d}"
             fake.issued_tokens.append(token)
             expires = dt.datetime(2026, 6, 1, 13, 0, tzinfo=dt.UTC)
@@ -216,30 +294,30 @@ class FakeGithub:
             require_app_jwt(request)
             if fake.installed_on is not None and f"{owner}/{name}" not in fake.installed_on:
                 raise HTTPException(404, "Not Found")
-            return {"id": fake.installation_id, "account": {"login": owner}}
+            return shapes.installation(fake.installation_id, owner, fake.app_slug)
 
         @app.get("/app")
         def the_app(request: Request) -> dict[str, Any]:
             require_app_jwt(request)
-            return {"id": 1, "slug": fake.app_slug}
+            return shapes.app(fake.app_slug)
 
         @app.get("/user")
         def the_user(request: Request) -> dict[str, Any]:
             require_installation_token(request)
-            return {"login": fake.token_login, "type": "User"}
+            return shapes.public_user(fake.token_login)
 
         @app.get("/repos/{owner}/{name}")
         def repository(owner: str, name: str, request: Request) -> dict[str, Any]:
             require_installation_token(request)
             if fake.installed_on is not None and f"{owner}/{name}" not in fake.installed_on:
                 raise HTTPException(404, "Not Found")
-            return {"full_name": f"{owner}/{name}"}
+            return shapes.full_repository(f"{owner}/{name}")
 
         @app.get("/repos/{owner}/{name}/collaborators/{user}/permission")
         def permission(owner: str, name: str, user: str, request: Request) -> dict[str, Any]:
             require_installation_token(request)
             level = fake.permissions.get((f"{owner}/{name}", user), "read")
-            return {"permission": level, "role_name": level, "user": {"login": user}}
+            return shapes.collaborator_permission(user, level)
 
         @app.get("/repos/{owner}/{name}/pulls/{number}")
         def pull(owner: str, name: str, number: int, request: Request) -> dict[str, Any]:
@@ -247,7 +325,7 @@ class FakeGithub:
             found = fake.pulls.get((f"{owner}/{name}", number))
             if found is None:
                 raise HTTPException(404, "Not Found")
-            return found
+            return shapes.pull_request(f"{owner}/{name}", found)
 
         @app.get("/repos/{owner}/{name}/pulls/{number}/files")
         def pull_files(
@@ -258,7 +336,8 @@ class FakeGithub:
             if found is None:
                 raise HTTPException(404, "Not Found")
             per_page = min(max(per_page, 1), 100)
-            return found[(page - 1) * per_page : page * per_page]
+            chosen = found[(page - 1) * per_page : page * per_page]
+            return [shapes.diff_entry(f"{owner}/{name}", item) for item in chosen]
 
         @app.get("/repos/{owner}/{name}/compare/{basehead:path}")
         def compare(owner: str, name: str, basehead: str, request: Request) -> dict[str, Any]:
@@ -267,19 +346,15 @@ class FakeGithub:
             merge_base = fake.merge_bases.get((base_ref, head))
             if merge_base is None:
                 raise HTTPException(404, "Not Found")
-            return {
-                "status": "ahead",
-                "merge_base_commit": {"sha": merge_base},
-                "base_commit": {"sha": merge_base},
-            }
+            return shapes.comparison(f"{owner}/{name}", base_ref, head, merge_base)
 
         @app.get("/repos/{owner}/{name}/issues/{number}/comments")
         def list_comments(
             owner: str, name: str, number: int, request: Request, page: int = 1, per_page: int = 30
         ) -> list[dict[str, Any]]:
             require_installation_token(request)
-            comments = fake.comments_on(number)
-            return comments[(page - 1) * per_page : page * per_page]
+            comments = fake.comments_on(number)[(page - 1) * per_page : page * per_page]
+            return [fake.comment_answer(f"{owner}/{name}", comment) for comment in comments]
 
         @app.post("/repos/{owner}/{name}/issues/{number}/comments", status_code=201)
         async def create_comment(owner: str, name: str, number: int, request: Request) -> dict[str, Any]:
@@ -294,7 +369,7 @@ class FakeGithub:
                 "edits": 0,
             }
             fake.comments[comment_id] = comment
-            return comment
+            return fake.comment_answer(f"{owner}/{name}", comment)
 
         @app.patch("/repos/{owner}/{name}/issues/comments/{comment_id}")
         async def edit_comment(owner: str, name: str, comment_id: int, request: Request) -> dict[str, Any]:
@@ -304,7 +379,7 @@ class FakeGithub:
                 raise HTTPException(404, "Not Found")
             comment["body"] = (await request.json())["body"]
             comment["edits"] += 1
-            return comment
+            return fake.comment_answer(f"{owner}/{name}", comment)
 
         @app.post("/repos/{owner}/{name}/issues/comments/{comment_id}/reactions", status_code=201)
         async def react(owner: str, name: str, comment_id: int, request: Request) -> dict[str, Any]:
@@ -315,13 +390,13 @@ class FakeGithub:
                 "content": (await request.json())["content"],
             }
             fake.reactions.append(reaction)
-            return reaction
+            return shapes.reaction(reaction["id"], reaction["content"], fake.bot_user()["login"])
 
         @app.post("/repos/{owner}/{name}/statuses/{sha}", status_code=201)
         async def set_status(owner: str, name: str, sha: str, request: Request) -> dict[str, Any]:
             require_installation_token(request)
             status = {"id": next(fake._ids), "sha": sha, **(await request.json())}
             fake.statuses.append(status)
-            return status
+            return shapes.status(f"{owner}/{name}", status["id"], sha, status, fake.bot_user()["login"])
 
         return app

@@ -167,7 +167,7 @@ def _decide_pull_request(
     if event.action == "labeled" and (not label or event.label != label):
         return Reply("ignored: not the perf label")
     previous = _latest(session, event)
-    if previous is not None and previous.head_sha == event.head_sha:
+    if _measured(previous, event.head_sha, why="label" if event.action == "labeled" else "push"):
         return Reply("ignored: this head was measured already")
     if event.action == "labeled":
         text, why = "/perf", "label"
@@ -226,10 +226,8 @@ def act(*, session: Session, event: Event, decision: Decision) -> str:
 
 def _start(*, session: Session, event: Event, decision: Start) -> str:
     plan = decision.plan
-    if decision.why is not None:
-        previous = _latest(session, event)
-        if previous is not None and previous.head_sha == plan.head_sha:
-            return "ignored: this head was measured already"  # another delivery got here first
+    if decision.why is not None and _measured(_latest(session, event), plan.head_sha, why=decision.why):
+        return "ignored: this head was measured already"  # another delivery got here first
     # A push or label replaces the measurement of the old head; a comment adds one beside it.
     replaced = _open(session, event) if decision.why is not None else []
     reason = f"superseded: the pull request moved to {plan.head_sha[:10]}"
@@ -303,6 +301,15 @@ def _cancel(*, session: Session, event: Event, decision: Cancel) -> str:
         cancelled.append(str(comparison.id))
     _react(session, event, "+1")
     return f"comparison {', '.join(cancelled)} cancelled"
+
+
+def _measured(previous: Comparison | None, head_sha: str, *, why: str) -> bool:
+    """Whether ``head_sha`` needs no new comparison for a push or label (``why``): the PR's latest
+    comparison is of that head, and was not stopped (re-adding the label after a cancel restarts)."""
+    if previous is None or previous.head_sha != head_sha:
+        return False
+    stopped = previous.state is ComparisonState.CANCELLED or previous.reruns_stopped_at is not None
+    return not (why == "label" and stopped)
 
 
 def _latest(session: Session, event: Event) -> Comparison | None:

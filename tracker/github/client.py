@@ -3,7 +3,12 @@
 As a GitHub App it signs a JWT (RS256, the app's private key) and trades it for an installation
 token (``POST /app/installations/{id}/access_tokens``), cached until shortly before it expires.
 The installation of a repository comes from the webhook (``installation.id``) or is looked up
-(``GET /repos/{owner}/{repo}/installation``). 5xx, 429 and rate-limited 403 answers are retried.
+(``GET /repos/{owner}/{repo}/installation``). 5xx, 429 and rate-limited 403 answers are retried
+in place when GitHub asks for a short wait; a rate limit that resets later raises
+:class:`GithubRateLimited` at once, naming the time to try again, so no caller waits on GitHub (an
+outbox row or a delivery is rescheduled to that time). A request that may have taken effect without
+its answer arriving (a ``POST`` answered 5xx, or a timeout) is not sent again here: the caller looks
+for what it created before creating it again.
 """
 
 from __future__ import annotations
@@ -22,12 +27,11 @@ import jwt
 from tenacity import (
     RetryCallState,
     Retrying,
-    retry_if_exception_type,
-    retry_if_result,
     stop_after_attempt,
     wait_exponential,
 )
 
+from tracker.access.redaction import Redactor
 from tracker.errors import ExternalServiceError
 from tracker.settings import Settings
 
@@ -36,6 +40,8 @@ logger = logging.getLogger(__name__)
 _API_VERSION = "2022-11-28"
 _TOKEN_MARGIN = dt.timedelta(minutes=5)  # refresh an installation token this long before it expires
 _MAX_WAIT_S = 60.0
+RATE_LIMIT_WAIT_S = 15.0  # a rate limit that resets within this is waited out in place
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PATCH", "PUT", "DELETE"})
 
 
 _BEARER = re.compile(r"Bearer\s+\S+", re.IGNORECASE)
@@ -52,6 +58,19 @@ class GithubError(ExternalServiceError):
     def transient(self) -> bool:
         """Whether trying again later may succeed (no answer, a server error, a rate limit)."""
         return self.status is None or self.status >= 500 or self.status == 429
+
+
+class GithubRateLimited(GithubError):
+    """GitHub's rate limit (403 or 429 with ``x-ratelimit-remaining: 0`` or ``retry-after``):
+    nothing was done; ``retry_at`` is when GitHub lets perftrack call again."""
+
+    def __init__(self, message: str, status: int, retry_at: dt.datetime) -> None:
+        super().__init__(message, status)
+        self.retry_at = retry_at
+
+    @property
+    def transient(self) -> bool:
+        return True
 
 
 class GithubSetupError(GithubError):
@@ -126,7 +145,10 @@ class GithubClient:
         self._installations[repository.lower()] = installation_id
 
     def request(self, method: str, path: str, *, repository: str, json: dict[str, Any] | None = None) -> Any:
-        """Call ``path`` on behalf of ``repository`` (owner/name); the decoded JSON answer (or None)."""
+        """Call ``path`` on behalf of ``repository`` (owner/name); the decoded JSON answer (or None).
+
+        A ``POST`` is sent once when its outcome is unknown (5xx, a timeout): it may have taken effect.
+        """
         headers = {"Authorization": f"Bearer {self._repository_token(repository)}"}
         try:
             response = self._send(method, path, headers=headers, json=json)
@@ -230,7 +252,7 @@ class GithubClient:
         retrying = Retrying(
             stop=stop_after_attempt(self._attempts),
             wait=self._wait,
-            retry=retry_if_exception_type(httpx.TransportError) | retry_if_result(_retryable),
+            retry=self._retry_predicate(method),
             sleep=self._sleep,
             before_sleep=log_retry,
             retry_error_callback=_last_outcome,
@@ -241,27 +263,61 @@ class GithubClient:
             raise GithubError(f"{method} {path}: {type(error).__name__}") from None
         if response.is_success:
             return response
-        message = self._redact(_message(response))
-        raise GithubError(f"{method} {path}: {response.status_code} {message}", status=response.status_code)
+        message = f"{method} {path}: {response.status_code} {self._redact(_message(response))}"
+        retry_at = self._rate_limit_end(response)
+        if retry_at is not None:
+            raise GithubRateLimited(
+                f"{message} (rate limited until {retry_at:%H:%M:%S} UTC)", response.status_code, retry_at
+            )
+        raise GithubError(message, status=response.status_code)
+
+    def _retry_predicate(self, method: str) -> Callable[[RetryCallState], bool]:
+        """Whether to send again in place: not a request that may have taken effect (a ``POST`` with
+        no answer or a 5xx), nor a rate limit that resets later than :data:`RATE_LIMIT_WAIT_S`."""
+        idempotent = method.upper() in _IDEMPOTENT
+
+        def retry(state: RetryCallState) -> bool:
+            assert state.outcome is not None
+            if state.outcome.failed:
+                error = state.outcome.exception()
+                never_sent = isinstance(error, httpx.ConnectError | httpx.ConnectTimeout)
+                return isinstance(error, httpx.TransportError) and (idempotent or never_sent)
+            response: httpx.Response = state.outcome.result()
+            retry_at = self._rate_limit_end(response)
+            if retry_at is not None:
+                return (retry_at - self._clock()).total_seconds() <= RATE_LIMIT_WAIT_S
+            return idempotent and response.status_code >= 500
+
+        return retry
+
+    def _rate_limit_end(self, response: httpx.Response) -> dt.datetime | None:
+        """When a rate-limited answer (403 or 429 saying so, any 429) lets perftrack call again;
+        ``None`` for any other answer."""
+        status = response.status_code
+        retry_after = response.headers.get("Retry-After")
+        reset = response.headers.get("X-RateLimit-Reset")
+        exhausted = response.headers.get("X-RateLimit-Remaining") == "0"
+        if status not in (403, 429) or (status == 403 and not exhausted and retry_after is None):
+            return None
+        now = self._clock()
+        if retry_after is not None and retry_after.isdigit():
+            return now + dt.timedelta(seconds=int(retry_after))
+        if exhausted and reset is not None and reset.isdigit():
+            return max(dt.datetime.fromtimestamp(int(reset) + 1, dt.UTC), now)
+        return now + dt.timedelta(seconds=_MAX_WAIT_S)  # GitHub's advice when it names no time
 
     def _redact(self, text: str) -> str:
         """``text`` without any credential this client holds (GitHub may quote what it was sent)."""
         held = [self._token, *(token.value for token in self._installation_tokens.values())]
-        for secret in held:
-            if secret:
-                text = text.replace(secret, "[redacted]")
-        return _BEARER.sub("Bearer [redacted]", text)
+        return _BEARER.sub("Bearer [redacted]", Redactor(secret for secret in held if secret).text(text))
 
     def _wait(self, state: RetryCallState) -> float:
         """What GitHub asked for (Retry-After, a rate limit's reset), else exponential backoff."""
         response = _answer(state)
         if response is not None:
-            retry_after = response.headers.get("Retry-After")
-            if retry_after is not None and retry_after.isdigit():
-                return min(float(retry_after), _MAX_WAIT_S)
-            reset = response.headers.get("X-RateLimit-Reset")
-            if response.headers.get("X-RateLimit-Remaining") == "0" and reset and reset.isdigit():
-                return min(max(float(reset) - self._clock().timestamp(), 0.0) + 1.0, _MAX_WAIT_S)
+            retry_at = self._rate_limit_end(response)
+            if retry_at is not None:
+                return min(max((retry_at - self._clock()).total_seconds(), 0.0), _MAX_WAIT_S)
         return wait_exponential(multiplier=self._backoff_s, max=_MAX_WAIT_S)(state)
 
 
@@ -281,21 +337,20 @@ def _last_outcome(state: RetryCallState) -> Any:
 
 def _setup_error(error: GithubError, not_found: str) -> GithubError:
     """The error of an App authentication step: a set-up problem when GitHub refused it."""
+    if isinstance(error, GithubRateLimited):
+        return error  # nothing wrong with the set-up: tried again after the reset
     if error.status == 404:
         return GithubSetupError(f"{not_found}: {error}", status=404)
+    if error.status == 403 and "suspended" in str(error).lower():
+        message = (
+            f"the GitHub App's installation is suspended (an owner of the account must unsuspend it "
+            f"in the App's installation settings): {error}"
+        )
+        return GithubSetupError(message, status=403)
     if error.status in (401, 403):
         message = f"GitHub refused the App's credentials (check the App id and private key): {error}"
         return GithubSetupError(message, status=error.status)
     return error
-
-
-def _retryable(response: httpx.Response) -> bool:
-    status = response.status_code
-    if status >= 500 or status == 429:
-        return True
-    return status == 403 and (
-        response.headers.get("X-RateLimit-Remaining") == "0" or "Retry-After" in response.headers
-    )
 
 
 def _message(response: httpx.Response) -> str:

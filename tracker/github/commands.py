@@ -14,10 +14,14 @@ pull requests stacked under both arms. Clauses come in any order after the cases
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from tracker.errors import InvalidInput
 from tracker.github.render import code
@@ -26,6 +30,13 @@ PREFIX = "/perf"
 MAX_ROUNDS = 64
 MAX_PR_NUMBER = 2**31 - 1  # GitHub's numbers fit a 32-bit integer, as the database stores them
 _PR = re.compile(r"^#?([0-9]{1,10})$")
+# GitHub's Markdown: CommonMark and its tables. Escapes stay tokens of their own (no text_join), so
+# an escaped \/perf is not read as a command.
+_MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("text_join")
+_PLACEHOLDER = "\ufffc"
+_KEPT_MARKUP = frozenset(
+    ("em_open", "em_close", "strong_open", "strong_close", "s_open", "s_close", "text_special")
+)
 
 HELP = """\
 **perftrack** measures this pull request against its merge base, in interleaved rounds.
@@ -69,24 +80,43 @@ class PerfCommand:
 def find_command(body: str) -> str | None:
     """The first line of a comment that is a ``/perf`` command, stripped; ``None`` when none is.
 
-    Lines inside fenced code blocks and quoted lines (``> /perf``) are text, not commands: the
-    bot's own help shows commands that way, and so does anyone quoting one.
+    The comment is read as GitHub renders it (CommonMark, with GitHub's tables): only the lines of
+    top-level paragraphs are commands. Code (fenced or indented), HTML blocks and comments, quotes
+    (``> /perf``, with their lazy continuation lines), list items, headings and tables are text:
+    the bot's own help shows commands that way, and so does anyone quoting or documenting one. A
+    line that starts with markup (``**/perf**``, an escaped ``\\/perf``) is text too.
     """
-    fence: str | None = None
-    for line in body.splitlines():
-        stripped = line.strip()
-        opening = stripped[:3]
-        if opening in ("```", "~~~"):
-            if fence is None:
-                fence = opening
-            elif opening == fence:
-                fence = None
+    tokens = _MARKDOWN.parse(body)
+    for before, token in itertools.pairwise(tokens):
+        if token.type != "inline" or before.type != "paragraph_open" or before.level != 0:
             continue
-        if fence is not None:
-            continue
-        if stripped == PREFIX or stripped.startswith(PREFIX + " "):
-            return stripped
+        for line in _visible_text(token.children or []).splitlines():
+            stripped = line.strip()
+            if stripped == PREFIX or stripped.startswith(PREFIX + " "):
+                return stripped
     return None
+
+
+def _visible_text(children: Sequence[Token]) -> str:
+    """A paragraph's text as written, one line per source line that starts outside code and HTML:
+    a code span or an inline HTML comment stays on the line it starts on (a ``/perf`` inside one
+    never starts a line), emphasis and escapes keep their markup (``/perf *t2i*`` is a glob,
+    ``**/perf**`` and ``\\/perf`` are no commands), links and images become a placeholder."""
+    parts: list[str] = []
+    for child in children:
+        if child.type == "text":
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+        elif child.type == "code_inline":
+            parts.append(f"{child.markup}{child.content}{child.markup}")
+        elif child.type == "html_inline":
+            parts.append(" ".join(child.content.splitlines()))
+        elif child.type in _KEPT_MARKUP:
+            parts.append(child.markup)
+        else:
+            parts.append(_PLACEHOLDER)
+    return "".join(parts)
 
 
 def parse_command(line: str) -> PerfCommand:

@@ -5,9 +5,14 @@ reads and stores a delivery (:func:`receive`) and answers at once. :func:`proces
 carries it out: right after the answer (a background task of the request) and from the scheduler
 for anything still pending. A delivery is claimed before it is worked on, so two processes never
 carry out the same one. While GitHub fails (no answer, 5xx, rate limits) it is tried again with
-backoff, up to :data:`MAX_ATTEMPTS`; when GitHub refuses perftrack itself (App not installed, bad
-credentials) it fails at once and says so, in the log and in a reply. A redelivery of a failed
-delivery (GitHub's "Redeliver" button) runs it again; of any other, does nothing.
+backoff, up to :data:`MAX_ATTEMPTS`; a rate limit is tried again when GitHub's limit resets and is
+not counted as an attempt. When GitHub refuses perftrack itself (App not installed, bad credentials)
+it fails at once and says so, in the log and in a reply. A redelivery of a failed delivery (GitHub's
+"Redeliver" button) runs it again; of any other, does nothing.
+
+A pull request's push, label or close waits while an earlier delivery of the same pull request is
+still pending (a ``/perf`` whose reading of GitHub is being retried), so that it is carried out after
+it, as it would have been had GitHub answered: a push then re-runs that ``/perf`` on the new head.
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from tracker.enums import DeliveryState
 from tracker.errors import Conflict, PerftrackError
 from tracker.github.bot import act, decide, is_own_comment, reply
-from tracker.github.client import GithubClient, GithubError, GithubSetupError
+from tracker.github.client import GithubClient, GithubError, GithubRateLimited, GithubSetupError
 from tracker.github.commands import find_command
-from tracker.github.events import CommentEvent, Event, MalformedDelivery, event_from_dict
+from tracker.github.events import CommentEvent, Event, MalformedDelivery, PullRequestEvent, event_from_dict
 from tracker.github.render import code
 from tracker.models import GithubDelivery, utcnow
 from tracker.settings import Settings
@@ -158,30 +163,17 @@ def _process(
     if claimed is None:
         return None  # another process has it, or it is done
     attempt, event = claimed
+    if isinstance(event, PullRequestEvent):
+        earlier = _earlier_pending(read_sessions, row_id, event)
+        if earlier is not None:
+            return _wait_for(sessions, row_id, attempt, earlier, now)
     try:
         with read_sessions() as session:
             decision = decide(
                 session=session, settings=settings, client=client, event=event, delivery_row=row_id
             )
-    except GithubSetupError as error:
-        logger.error("GitHub delivery %d: perftrack cannot act on %s: %s", row_id, event.repository, error)
-        message = (
-            f"perftrack cannot act on this repository: {error}. An administrator must fix perftrack's "
-            "GitHub set-up (see docs/operations.md); then ask again."
-        )
-        return _fail(sessions, row_id, event, f"failed: {error}", message)
     except GithubError as error:
-        if error.transient and attempt < MAX_ATTEMPTS:
-            return _retry(sessions, row_id, now, attempt, f"GitHub: {error}")
-        logger.warning("GitHub delivery %d given up after %d attempt(s): %s", row_id, attempt, error)
-        what = _what(event)
-        return _fail(
-            sessions,
-            row_id,
-            event,
-            f"failed: {error}",
-            f"perftrack could not carry out {what}: GitHub answered {error}",
-        )
+        return _github_failed(sessions, row_id, event, attempt, now, error)
     except Exception as error:  # a bug: keep the delivery, log it, try again later
         logger.exception("GitHub delivery %d: unexpected error", row_id)
         if attempt < MAX_ATTEMPTS:
@@ -205,6 +197,38 @@ def _process(
         _finish(row, DeliveryState.DONE, outcome)
         session.commit()
         return outcome
+
+
+def _github_failed(
+    sessions: sessionmaker[Session],
+    row_id: int,
+    event: Event,
+    attempt: int,
+    now: dt.datetime,
+    error: GithubError,
+) -> str:
+    """Deciding failed on GitHub: fail at once on a set-up problem, wait for a rate limit's reset,
+    retry a transient failure while attempts are left, else give up with a reply."""
+    if isinstance(error, GithubSetupError):
+        logger.error("GitHub delivery %d: perftrack cannot act on %s: %s", row_id, event.repository, error)
+        message = (
+            f"perftrack cannot act on this repository: {error}. An administrator must fix perftrack's "
+            "GitHub set-up (see docs/operations.md); then ask again."
+        )
+        return _fail(sessions, row_id, event, f"failed: {error}", message)
+    if isinstance(error, GithubRateLimited):
+        return _rate_limited(sessions, row_id, attempt, error)
+    if error.transient and attempt < MAX_ATTEMPTS:
+        return _retry(sessions, row_id, now, attempt, f"GitHub: {error}")
+    logger.warning("GitHub delivery %d given up after %d attempt(s): %s", row_id, attempt, error)
+    what = _what(event)
+    return _fail(
+        sessions,
+        row_id,
+        event,
+        f"failed: {error}",
+        f"perftrack could not carry out {what}: GitHub answered {error}",
+    )
 
 
 def _claim(sessions: sessionmaker[Session], row_id: int, now: dt.datetime) -> tuple[int, Event] | None:
@@ -247,6 +271,63 @@ def _retry(sessions: sessionmaker[Session], row_id: int, now: dt.datetime, attem
             session.commit()
     logger.info("GitHub delivery %d: attempt %d failed (%s); next in %d s", row_id, attempt, error, wait)
     return f"retrying: {error}"
+
+
+def _rate_limited(
+    sessions: sessionmaker[Session], row_id: int, attempt: int, error: GithubRateLimited
+) -> str:
+    """Try again when GitHub's rate limit resets; not counted as an attempt."""
+    outcome = f"rate limited by GitHub; trying again at {error.retry_at:%Y-%m-%d %H:%M:%S} UTC"
+    with sessions() as session:
+        row = session.get(GithubDelivery, row_id)
+        if row is not None and row.state is DeliveryState.PENDING and row.attempts == attempt:
+            row.attempts = attempt - 1
+            row.next_attempt_at = error.retry_at
+            row.last_error = f"GitHub: {error}"[:_ERROR_CHARS]
+            row.outcome = outcome
+            session.commit()
+    logger.info("GitHub delivery %d: %s (%s)", row_id, outcome, error)
+    return f"retrying: {outcome}"
+
+
+def _earlier_pending(
+    read_sessions: sessionmaker[Session], row_id: int, event: PullRequestEvent
+) -> GithubDelivery | None:
+    """The first delivery of the same pull request received before row ``row_id`` and still pending."""
+    with read_sessions() as session:
+        earlier = session.scalars(
+            select(GithubDelivery)
+            .where(
+                GithubDelivery.id < row_id,
+                GithubDelivery.state == DeliveryState.PENDING,
+                GithubDelivery.payload.is_not(None),
+            )
+            .order_by(GithubDelivery.id)
+        )
+        for row in earlier:
+            try:
+                other = event_from_dict(row.payload or {})
+            except MalformedDelivery:
+                continue
+            if other.repository.lower() == event.repository.lower() and other.pr_number == event.pr_number:
+                session.expunge(row)
+                return row
+    return None
+
+
+def _wait_for(
+    sessions: sessionmaker[Session], row_id: int, attempt: int, earlier: GithubDelivery, now: dt.datetime
+) -> str:
+    """Put a delivery off until ``earlier`` (of the same pull request) is carried out; not an attempt."""
+    outcome = f"waiting for delivery {earlier.delivery_id} of the same pull request"
+    with sessions() as session:
+        row = session.get(GithubDelivery, row_id)
+        if row is not None and row.state is DeliveryState.PENDING and row.attempts == attempt:
+            row.attempts = attempt - 1
+            row.next_attempt_at = max(earlier.next_attempt_at or now, now)
+            row.outcome = outcome
+            session.commit()
+    return outcome
 
 
 def _fail(

@@ -67,6 +67,12 @@ def marker(comparison_id: int) -> str:
     return f"<!-- perftrack:comparison:{comparison_id} -->"
 
 
+def reply_marker(row_id: int) -> str:
+    """The hidden marker of a reply (outbox row ``row_id``): found again when its creation's answer
+    was lost, so it is never posted twice."""
+    return f"<!-- perftrack:reply:{row_id} -->"
+
+
 def comparison_link(public_url: str | None, comparison_id: int) -> str | None:
     """The dashboard page of a comparison, when the dashboard's public URL is known."""
     return f"{public_url.rstrip('/')}/comparisons/{comparison_id}" if public_url else None

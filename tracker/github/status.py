@@ -1,9 +1,14 @@
 """What a pull request shows of its comparison: the one comment, edited in place, and the commit
-status on the measured head. Queued in the outbox whenever the comparison moves."""
+status on the measured head. Queued in the outbox whenever the comparison moves.
+
+Several comparisons can measure one head (a ``/perf`` per case, a re-run); the head has one status
+(``settings.github_status_context``) that stands for all of them (:func:`head_status`): ``pending``
+while any runs, else the worst of those not cancelled (``failure``, then ``error``, then
+``success``); ``error`` only when every one was cancelled."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -31,20 +36,52 @@ def comparison_changed(*, session: Session, comparison: Comparison) -> None:
             comparison_id=comparison.id,
         )
     if comparison.head_sha:
-        state, description = commit_status(comparison)
-        payload = {"state": state, "description": description}
-        waiting = outbox.pending(session=session, comparison_id=comparison.id, kind=OutboxKind.STATUS)
-        if waiting:
-            waiting[-1].payload = payload  # not sent yet: send the newest state instead
-        elif _last_status(session, comparison.id) != payload:
-            outbox.queue(
-                session=session,
-                kind=OutboxKind.STATUS,
-                repository=repository,
-                target=comparison.head_sha,
-                payload=payload,
-                comparison_id=comparison.id,
-            )
+        _queue_head_status(session=session, repository=repository, head_sha=comparison.head_sha)
+
+
+def _queue_head_status(*, session: Session, repository: str, head_sha: str) -> None:
+    """Queue the head's status as its comparisons now make it, unless it is what was sent last."""
+    on_head = list(
+        session.scalars(
+            select(Comparison)
+            .where(Comparison.github_repository == repository, Comparison.head_sha == head_sha)
+            .order_by(Comparison.id)
+        )
+    )
+    state, description, deciding = head_status(on_head)
+    payload = {"state": state, "description": description}
+    rows = _status_rows(session, repository, head_sha)
+    waiting = [row for row in rows if row.done_at is None and row.dead_at is None]
+    if waiting:
+        waiting[-1].payload = payload  # not sent yet: send the newest state instead
+        waiting[-1].comparison_id = deciding.id
+    elif not rows or rows[-1].payload != payload or rows[-1].comparison_id != deciding.id:
+        outbox.queue(
+            session=session,
+            kind=OutboxKind.STATUS,
+            repository=repository,
+            target=head_sha,
+            payload=payload,
+            comparison_id=deciding.id,
+        )
+
+
+def head_status(comparisons: Sequence[Comparison]) -> tuple[str, str, Comparison]:
+    """The commit status (state, description) of a head measured by ``comparisons`` (oldest first),
+    and the comparison its link shows: the newest running one, else the one that decides the state."""
+    each = [(commit_status(comparison), comparison) for comparison in comparisons]
+    if len(each) == 1:
+        (state, description), comparison = each[0]
+        return state, description, comparison
+    running = [comparison for (state, _), comparison in each if state == "pending"]
+    if running:
+        return "pending", f"{len(running)} of {len(each)} perf comparisons of this head running", running[-1]
+    finished = [item for item in each if item[1].state is not ComparisonState.CANCELLED] or each
+    (state, description), comparison = min(reversed(finished), key=lambda item: _SEVERITY[item[0][0]])
+    return state, description, comparison
+
+
+_SEVERITY = {"failure": 0, "error": 1, "success": 2}
 
 
 def commit_status(comparison: Comparison) -> tuple[str, str]:
@@ -83,11 +120,16 @@ def output_changed(comparison: Comparison) -> str:
     return description if len(description) <= MAX_DESCRIPTION else description[: MAX_DESCRIPTION - 1] + "…"
 
 
-def _last_status(session: Session, comparison_id: int) -> dict[str, Any] | None:
-    row = session.scalar(
-        select(GithubOutbox)
-        .where(GithubOutbox.comparison_id == comparison_id, GithubOutbox.kind == OutboxKind.STATUS)
-        .order_by(GithubOutbox.id.desc())
-        .limit(1)
+def _status_rows(session: Session, repository: str, head_sha: str) -> list[GithubOutbox]:
+    """The status rows of a head, oldest first."""
+    return list(
+        session.scalars(
+            select(GithubOutbox)
+            .where(
+                GithubOutbox.kind == OutboxKind.STATUS,
+                GithubOutbox.repository == repository,
+                GithubOutbox.target == head_sha,
+            )
+            .order_by(GithubOutbox.id)
+        )
     )
-    return dict(row.payload) if row is not None else None

@@ -12,7 +12,13 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
 from tests.fakes.fake_github import FakeGithub
-from tracker.github.client import GithubClient, GithubError, GithubSetupError, client_from_settings
+from tracker.github.client import (
+    GithubClient,
+    GithubError,
+    GithubRateLimited,
+    GithubSetupError,
+    client_from_settings,
+)
 from tracker.settings import Settings
 
 REPO = "sgl-project/sglang"
@@ -238,3 +244,71 @@ def test_client_from_settings(tmp_path: Path, app_key: tuple[str, str]) -> None:
     assert from_path.is_app
     assert from_text is not None
     assert from_text.is_app
+
+
+def test_a_suspended_installation_is_said_so_not_blamed_on_the_key(app_key: tuple[str, str]) -> None:
+    private, public = app_key
+    fake = FakeGithub(app_public_key=public, suspended=True)
+    client = app_client(fake, private, Clock(), [])
+    client.remember_installation(REPO, fake.installation_id)
+    with pytest.raises(GithubSetupError) as raised:
+        client.request("GET", f"/repos/{REPO}/pulls/1", repository=REPO)
+    assert raised.value.status == 403
+    assert "installation is suspended" in str(raised.value)
+    assert "unsuspend" in str(raised.value)
+    assert "private key" not in str(raised.value)
+
+
+def test_a_rate_limit_that_resets_later_is_not_waited_out_in_place() -> None:
+    fake = FakeGithub()
+    fake.add_pull(REPO, 1, head_sha="b" * 40, merge_base="a" * 40)
+    reset = T0 + dt.timedelta(hours=1)
+    fake.rate_limit_next(5, reset_at=reset)
+    waits: list[float] = []
+    client = GithubClient(token="ghp_x", transport=fake.transport(), sleep=waits.append, clock=Clock())
+    with pytest.raises(GithubRateLimited) as raised:
+        client.request("GET", f"/repos/{REPO}/pulls/1", repository=REPO)
+    assert waits == []  # no caller waits an hour on GitHub
+    assert len(fake.calls_to("GET", "/pulls/1")) == 1
+    assert raised.value.transient
+    assert reset <= raised.value.retry_at <= reset + dt.timedelta(seconds=2)
+    assert "API rate limit exceeded" in str(raised.value)
+
+
+def test_a_secondary_rate_limit_names_its_retry_after() -> None:
+    fake = FakeGithub()
+    fake.rate_limit_next(1, reset_at=T0, status=429, retry_after_s=120)
+    client = GithubClient(token="ghp_x", transport=fake.transport(), sleep=lambda _s: None, clock=Clock())
+    with pytest.raises(GithubRateLimited) as raised:
+        client.request("POST", f"/repos/{REPO}/issues/1/comments", repository=REPO, json={"body": "x"})
+    assert raised.value.retry_at == T0 + dt.timedelta(seconds=120)
+    assert fake.comments_on(1) == []
+
+
+def test_a_post_whose_answer_was_lost_is_not_sent_again() -> None:
+    fake = FakeGithub()
+    fake.fail_next(1, methods=("POST",), carried_out=True)  # GitHub created it, then answered 502
+    client = GithubClient(token="ghp_x", transport=fake.transport(), sleep=lambda _s: None)
+    with pytest.raises(GithubError) as raised:
+        client.request("POST", f"/repos/{REPO}/issues/1/comments", repository=REPO, json={"body": "x"})
+    assert raised.value.transient
+    assert len(fake.comments_on(1)) == 1
+    assert len(fake.calls_to("POST", "/comments")) == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "sent"), [(httpx.ReadTimeout("slow"), 1), (httpx.ConnectError("refused"), 3)]
+)
+def test_a_post_is_sent_again_only_when_it_never_left(error: httpx.TransportError, sent: int) -> None:
+    seen: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        raise error
+
+    client = GithubClient(
+        token="ghp_x", transport=httpx.MockTransport(handle), attempts=3, sleep=lambda _s: None
+    )
+    with pytest.raises(GithubError):
+        client.request("POST", f"/repos/{REPO}/issues/1/comments", repository=REPO, json={"body": "x"})
+    assert len(seen) == sent

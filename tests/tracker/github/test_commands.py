@@ -75,6 +75,44 @@ def test_find_command_takes_the_first_perf_line() -> None:
     assert find_command("/performance is fine") is None
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Usage:\n\n    /perf\n",  # an indented code block
+        "````\n```\n/perf\n```\n````\n",  # a fence holding a shorter fence
+        "~~~~\n~~~\n/perf cancel\n~~~\n~~~~\n",
+        "<!--\nnot yet:\n/perf\n-->\n",  # a multi-line HTML comment
+        "Later <!--\n/perf\n--> maybe.",  # the same, inside a paragraph
+        "<details>\n/perf\n</details>\n",  # an HTML block
+        "> /perf\n",
+        "> quoting someone\n/perf\n",  # a quote's lazy continuation line is quoted too
+        "- /perf\n",
+        "`/perf`\n",
+        "**/perf**\n",
+        "\\/perf\n",
+        "/perf\n---\n",  # a heading
+    ],
+)
+def test_perf_lines_github_does_not_show_as_text_are_not_commands(body: str) -> None:
+    assert find_command(body) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "command"),
+    [
+        ("/perf", "/perf"),
+        ("Thanks!\n\n/perf wan* rounds 2\n", "/perf wan* rounds 2"),
+        ("```\n/perf\n```\n/perf cancel", "/perf cancel"),
+        ("````\n```\n````\n/perf help", "/perf help"),
+        ("<!-- a note -->\n\n/perf", "/perf"),
+        ("> /perf help\n\n/perf *t2i* qwen-image-*", "/perf *t2i* qwen-image-*"),
+        ("    indented\n\n/perf x  \n/perf y", "/perf x"),
+    ],
+)
+def test_perf_lines_of_paragraphs_are_commands(body: str, command: str) -> None:
+    assert find_command(body) == command
+
+
 def test_globs_expand_in_order_without_duplicates() -> None:
     assert expand_cases(["wan*", "wan2.2-*", "qwen-image-t2i-1024"], SLUGS) == [
         "wan2.1-t2v-1.3b",

@@ -89,10 +89,13 @@ def test_a_perf_carried_out_after_a_push_measures_the_head_the_comment_saw(
     fake.add_pull(REPO, PR, head_sha=HEAD_SHA, merge_base="1" * 40, fork="contributor-c/sglang")
     fake.fail_next(100)
     assert hook.comment(f"/perf {CASE}").state is DeliveryState.PENDING
-    assert push(hook, fake, sender="contributor-c", fork=True).state is DeliveryState.DONE
+    # The push waits for the comment (it is carried out after it), then is refused as a fork's push.
+    assert push(hook, fake, sender="contributor-c", fork=True).state is DeliveryState.PENDING
     fake.fail_next(0)
-    [outcome] = carry_out(session, settings, github, later_s=20)
-    assert outcome.startswith("comparison ")
+    measured, pushed_head = carry_out(session, settings, github, later_s=20)
+    assert measured.startswith("comparison ")
+    assert pushed_head.startswith("refused:")
+    assert "fork" in pushed_head
     [comparison] = comparisons(session)
     assert comparison.head_sha == HEAD_SHA
     assert comparison.head_candidate.patches[-1].ref == f"refs/pull/{PR}/head@{HEAD_SHA}"

@@ -23,6 +23,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.factories import job_result
+from tests.fakes import github_shapes
 from tests.fakes.fake_github import FakeGithub
 from tests.tracker.comparisons.test_comparisons import LIMITS, T0, Outcome, drive, planted, runner
 from tracker.catalog.cases import list_current_cases
@@ -563,8 +564,8 @@ def push(
     payload = pushed(sender=sender, fork=fork)
     payload["action"] = action
     if label is not None:
-        payload["label"] = {"name": label}
-        payload["pull_request"]["labels"].append({"name": label})
+        payload["label"] = github_shapes.label(REPO, label)
+        payload["pull_request"]["labels"].append(github_shapes.label(REPO, label))
     return hook.send("pull_request", payload)
 
 
@@ -645,13 +646,13 @@ def test_the_perf_label_measures_a_pr_when_added_and_on_every_push(
     assert comparison.requested_by == "maintainer-m"
     fake.add_pull(REPO, PR, head_sha="5" * 40, merge_base=MERGE_BASE)
     payload = pushed(head="5" * 40)
-    payload["pull_request"]["labels"].append({"name": "run-perf"})
+    payload["pull_request"]["labels"].append(github_shapes.label(REPO, "run-perf"))
     answer = hook.send("pull_request", payload)
     assert answer.outcome.endswith("created on label, 1 superseded")
     assert comparisons(session)[-1].head_sha == "5" * 40
     # Adding the label again on a head already measured does nothing.
     payload["action"] = "labeled"
-    payload["label"] = {"name": "run-perf"}
+    payload["label"] = github_shapes.label(REPO, "run-perf")
     again = hook.send("pull_request", payload)
     assert again.outcome == "ignored: this head was measured already"
 
