@@ -25,12 +25,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import av
-from av.container import InputContainer
 from PIL import Image, ImageSequence, UnidentifiedImageError
 
+from runners.extra import RUNNER_EXTRA
 from runners.parsing import clean_console_text
 from wire.outputs import MAX_REFERENCE_FRAMES, MAX_REFERENCE_SIDE, OutputFrameIn, OutputIn
+
+try:  # PyAV decodes videos; it comes with the runner extra, and a tracker host may lack it.
+    from runners.video import DECODE_ERRORS, video_frames
+except ModuleNotFoundError as missing:
+    if missing.name != "av":
+        raise
+    DECODE_ERRORS = ()
+
+    def video_frames(path: Path) -> Iterator[Image.Image]:
+        """Without PyAV no video is decoded: say so, and which install brings it."""
+        raise OutputReadError(f"decoding a video needs PyAV, which the runner extra brings: {RUNNER_EXTRA}")
+
+
+# What opening a video, and summarising decoded frames, may raise for a file that is not usable.
+_OPEN_ERRORS: tuple[type[Exception], ...] = (OSError, *DECODE_ERRORS)
+_READ_ERRORS: tuple[type[Exception], ...] = (OSError, ValueError, *DECODE_ERRORS)
 
 OUTPUT_DIR_NAME = "outputs"
 VIDEO_SUFFIXES = frozenset({".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v"})
@@ -109,7 +124,7 @@ def read_output(path: Path) -> OutputIn:
     frames = _video_frames(path) if path.suffix.lower() in VIDEO_SUFFIXES else _image_frames(path)
     try:
         return summarize(frames, file_name=path.name[:255], video=path.suffix.lower() in VIDEO_SUFFIXES)
-    except (OSError, ValueError, av.FFmpegError) as error:
+    except _READ_ERRORS as error:
         raise OutputReadError(f"{type(error).__name__}: {error}") from error
 
 
@@ -172,18 +187,9 @@ def _image_frames(path: Path) -> list[Image.Image]:
 
 def _video_frames(path: Path) -> Iterator[Image.Image]:
     try:
-        container = av.open(str(path), mode="r")
-    except (av.FFmpegError, OSError) as error:
+        return video_frames(path)
+    except _OPEN_ERRORS as error:
         raise OutputReadError(f"not a readable video: {error}") from error
-    return _decoded(container)
-
-
-def _decoded(container: InputContainer) -> Iterator[Image.Image]:
-    with container:
-        if not container.streams.video:
-            raise ValueError("the file holds no video stream")
-        for frame in container.decode(video=0):
-            yield Image.fromarray(frame.to_ndarray(format="rgb24"))
 
 
 def _inside(path: Path, roots: Sequence[Path]) -> bool:

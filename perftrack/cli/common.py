@@ -8,8 +8,10 @@ from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from sqlalchemy.orm import Session
 
+from runners.extra import runner_extra_problem
 from tracker import db
 from tracker.bootstrap import prepare_database
 from tracker.errors import PerftrackError
@@ -22,8 +24,8 @@ err_console = Console(stderr=True)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """Print an error in red on stderr and exit."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print an error in red on stderr and exit; ``message`` is plain text (``[runner]`` stays as written)."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -33,6 +35,13 @@ def settings() -> Settings:
         return get_settings()
     except ValueError as error:
         fail(f"invalid configuration: {error}")
+
+
+def require_runner_extra(command: str) -> None:
+    """Stop ``command`` with the install it needs when this one lacks the runner extra."""
+    problem = runner_extra_problem(command)
+    if problem:
+        fail(problem)
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from perftrack.cli.common import console, fail, settings
+from perftrack.cli.common import console, fail, require_runner_extra, settings
 
 
 def demo(
@@ -18,6 +18,7 @@ def demo(
     exit_after: bool = typer.Option(False, "--exit", help="Stop after the summary instead of serving."),
 ) -> None:
     """Build the toy repository, run its history and a PR candidate on a CPU runner, print what changed."""
+    require_runner_extra("perftrack demo")
     # Lazy: the demo pulls in the web app, uvicorn and the toy; `perftrack --help` should not load them.
     from perftrack.demo.run import run_demo
 

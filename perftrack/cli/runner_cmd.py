@@ -10,7 +10,7 @@ from types import FrameType
 import typer
 from rich.console import Console
 
-from perftrack.cli.common import fail, settings
+from perftrack.cli.common import fail, require_runner_extra, settings
 from runners.agent import Agent, AgentConfig
 from runners.candidates import CandidateBuilder
 from runners.client import TrackerClient, TrackerError
@@ -75,6 +75,7 @@ def runner(
     preload: list[str] = PRELOAD_OPT,
 ) -> None:
     """Lease jobs from the tracker, build each candidate, run the benchmark, upload the result."""
+    require_runner_extra("perftrack runner")
     config = settings()
     secret = _runner_token(token, config)
     labels = _pairs(label, "--label")

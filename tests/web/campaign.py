@@ -2,8 +2,9 @@
 the Hypothesis settings that keep them bounded (seeded, no shrinking, no example database).
 
 The campaigns: every OpenAPI operation (tests/web/schemathesis_run.py), the GitHub webhook with
-signed payloads (tests/web/fuzz_webhook.py), the HTML pages (tests/web/fuzz_pages.py) and the
-runner's register-claim-upload-release sequences (tests/web/fuzz_lifecycle.py).
+signed payloads (tests/web/fuzz_webhook.py), the HTML pages (tests/web/fuzz_pages.py), the
+runner's register-claim-upload-release sequences (tests/web/fuzz_lifecycle.py) and the sequences
+schemathesis chains by the links it infers (tests/web/fuzz_stateful.py).
 """
 
 from __future__ import annotations

@@ -44,7 +44,8 @@ CHECKS = [
 ]
 
 
-def _headers(guard: Guard, tokens: Tokens) -> dict[str, str]:
+def headers_for(guard: Guard, tokens: Tokens) -> dict[str, str]:
+    """The bearer token a route with ``guard`` asks for (none for an open route)."""
     secret = {Guard.ADMIN: tokens.admin, Guard.RUNNER: tokens.runner}.get(guard)
     return {"Authorization": f"Bearer {secret}"} if secret else {}
 
@@ -180,7 +181,7 @@ def run_campaign(
             _exercise(
                 operation,
                 mode,
-                _headers(guard, tokens),
+                headers_for(guard, tokens),
                 figures,
                 max_examples=max_examples,
                 seed_value=seed_value,

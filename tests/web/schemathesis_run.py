@@ -1,7 +1,8 @@
 """The long fuzz campaigns, run as a script: every OpenAPI operation, the signed GitHub webhook, the
-HTML pages and the runner's stateful sequences, on a scratch SQLite database or a PostgreSQL one::
+HTML pages, the runner's stateful sequences and schemathesis's linked (stateful) sequences, on a
+scratch SQLite database or a PostgreSQL one::
 
-    python -m tests.web.schemathesis_run --examples 200 --seed 7 [--campaigns openapi,webhook]
+    python -m tests.web.schemathesis_run --examples 200 --seed 7 [--campaigns openapi,stateful]
         [--database-url postgresql://...] [--details]
 
 The bounded versions run in the normal suite (tests/web/test_schemathesis.py). It prints each
@@ -23,6 +24,7 @@ from tests.web.campaign import Figures, Tokens
 from tests.web.fuzz_lifecycle import run_lifecycle_campaign
 from tests.web.fuzz_openapi import run_campaign
 from tests.web.fuzz_pages import page_values, run_pages_campaign
+from tests.web.fuzz_stateful import run_stateful_campaign
 from tests.web.fuzz_webhook import run_webhook_campaign
 
 WEBHOOK_SECRET = "campaign-webhook-secret"  # set, so the webhook answers, not 503
@@ -39,6 +41,9 @@ CAMPAIGNS: dict[str, Campaign] = {
         app, tokens.admin, page_values(app, tokens.admin), max_examples=args.examples, seed_value=args.seed
     ),
     "lifecycle": lambda app, tokens, args: run_lifecycle_campaign(
+        app, tokens, max_examples=args.examples, seed_value=args.seed
+    ),
+    "stateful": lambda app, tokens, args: run_stateful_campaign(
         app, tokens, max_examples=args.examples, seed_value=args.seed
     ),
 }

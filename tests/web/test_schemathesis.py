@@ -1,5 +1,6 @@
 """The fuzz campaigns, bounded for the normal suite (seeded, no shrinking): every OpenAPI operation,
-the signed GitHub webhook, the HTML pages and the runner's stateful sequences. No 5xx anywhere.
+the signed GitHub webhook, the HTML pages, the runner's stateful sequences and schemathesis's own
+linked sequences. No 5xx anywhere.
 
 ``python -m tests.web.schemathesis_run`` runs the longer campaigns and prints their figures.
 """
@@ -19,6 +20,7 @@ from tests.web.campaign import Figures, Tokens
 from tests.web.fuzz_lifecycle import run_lifecycle_campaign
 from tests.web.fuzz_openapi import run_campaign
 from tests.web.fuzz_pages import CSRF_INPUT, page_values, run_pages_campaign
+from tests.web.fuzz_stateful import run_stateful_campaign
 from tests.web.fuzz_webhook import run_webhook_campaign
 from tracker.access.tokens import create_token
 from tracker.enums import TokenRole
@@ -119,6 +121,21 @@ def test_runner_sequences_never_fail_the_server(
     # The sequences went the whole way: jobs leased, results stored, runs read.
     assert figures.statuses[201] > 0
     assert figures.operations >= 6
+    _no_findings(figures)
+
+
+def test_linked_sequences_never_fail_the_server(
+    fuzzed_app: FastAPI, admin_token: str, runner_token: str
+) -> None:
+    figures = run_stateful_campaign(
+        fuzzed_app,
+        Tokens(admin=admin_token, runner=runner_token),
+        max_examples=SEQUENCES,
+        seed_value=SEED,
+    )
+    # Schemathesis's inferred links led past the first call: ids read from answers were used.
+    assert figures.operations >= 15
+    assert figures.statuses[200] > 0
     _no_findings(figures)
 
 
