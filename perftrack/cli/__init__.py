@@ -11,6 +11,7 @@ from perftrack.cli import (
     demo_cmd,
     github_cmd,
     logs_cmd,
+    notifications_cmd,
     runner_cmd,
     scheduler_cmd,
     serve_cmd,
@@ -35,6 +36,7 @@ app.add_typer(token_cmd.app, name="token")
 app.add_typer(suites_cmd.app, name="suites")
 app.add_typer(alerts_cmd.app, name="alerts")
 app.add_typer(github_cmd.app, name="github")
+app.add_typer(notifications_cmd.app, name="notifications")
 app.command("demo")(demo_cmd.demo)
 app.command("serve")(serve_cmd.serve)
 app.command("parse-log")(logs_cmd.parse_log)

@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.factories import regression_payloads
+from tests.tracker.notifications.receiver import Receiver
 from tests.web.app_routes import Guard, app_routes, page_routes
 from tests.web.campaign import Figures, Tokens
 from tests.web.fuzz_lifecycle import run_lifecycle_campaign
@@ -25,6 +26,7 @@ from tests.web.fuzz_webhook import run_webhook_campaign
 from tracker.access.tokens import create_token
 from tracker.enums import TokenRole
 from tracker.settings import Settings
+from web.api.notifications import notification_client
 from web.app import create_app
 
 pytestmark = pytest.mark.slow  # fuzz campaigns against the whole API: a minute of CPU
@@ -46,7 +48,10 @@ def fuzzed_app(settings: Settings, engine: Engine, sessions: sessionmaker[Sessio
             "public_url": "https://perftrack.example.org",
         }
     )
-    return create_app(configured, engine, sessions=sessions, prepare=False)
+    app = create_app(configured, engine, sessions=sessions, prepare=False)
+    # A subscription the campaign creates and tests reaches a local receiver, never the network.
+    app.dependency_overrides[notification_client] = Receiver().client
+    return app
 
 
 def _no_findings(figures: Figures) -> None:

@@ -34,6 +34,7 @@ from tracker.github.outbox import FlushReport, flush_outbox
 from tracker.models import NightlyRun, utcnow
 from tracker.scheduling.leader import Leader, make_leader
 from tracker.scheduling.nightly import fire_nightly
+from tracker.scheduling.nightly_notices import send_notifications
 from tracker.scheduling.periodic import schedule_calibrations
 from tracker.scheduling.report import report_finished_nightlies
 from tracker.settings import Settings, TrackingIssue
@@ -260,6 +261,7 @@ class SchedulerService:
             ("nightly-report", self.report_nightlies, self.sweep_interval_s),
             ("github-deliveries", self.process_deliveries, PENDING_INTERVAL_S),
             ("github-outbox", self.flush_outbox, min(self.sweep_interval_s, 30.0)),
+            ("notifications", lambda: send_notifications(self), 10.0),
         ]
         if self.calibration_interval_days > 0:
             tasks.append(("calibrations", self.calibrate, 3600.0))
@@ -273,8 +275,6 @@ class SchedulerService:
                 replace_existing=True,
                 misfire_grace_time=None,
             )
-
-    # --- tasks ------------------------------------------------------------------------------
 
     def fire(self, name: str, *, now: dt.datetime | None = None) -> NightlyRun | None:
         """Run one nightly schedule now; the record is committed."""
@@ -393,6 +393,7 @@ class SchedulerService:
             self.report_nightlies()
             self.process_deliveries()
             self.flush_outbox()
+            send_notifications(self)
             if self.calibration_interval_days > 0:
                 self.calibrate()
         return runs

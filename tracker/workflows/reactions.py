@@ -21,9 +21,10 @@ from tracker.detection import bisection
 from tracker.detection.alerts import evaluate_series, load_series_runs
 from tracker.detection.confirmation import settle_confirmation
 from tracker.detection.output_alerts import evaluate_outputs
-from tracker.enums import ComparisonKind, JobReason
+from tracker.enums import ComparisonKind, ComparisonState, JobReason, NotificationEvent
 from tracker.github import status as github_status
 from tracker.models import Alert, Candidate, Case, Comparison, HardwareKind, Job, Run
+from tracker.notifications.events import tell_alert, tell_comparison
 from tracker.observability.metrics import timed_detection
 from tracker.series import pending
 from tracker.workflows.evidence import link_evidence_run, queue_culprit_evidence, queue_regression_evidence
@@ -75,20 +76,26 @@ def after_job_ended(*, session: Session, job: Job, now: dt.datetime) -> None:
         _culprit_named(session, job.alert_id)
 
 
+_VERDICT_STATES = frozenset({ComparisonState.DONE, ComparisonState.FAILED})  # a PR's told verdict
+
+
 def _comparison_moved(*, session: Session, comparison: Comparison, now: dt.datetime) -> None:
     """A comparison advanced: a PR's comment follows it; a finished confirmation settles its
     alert (a confirmed one is bisected); a finished bisection step moves its bisection on."""
     if comparison.kind is ComparisonKind.CONFIRMATION:
         confirmed = settle_confirmation(session=session, comparison=comparison, now=now)
         if confirmed is not None:
+            tell_alert(session=session, alert=confirmed, event=NotificationEvent.ALERT_CONFIRMED)
             bisection.start_bisection(session=session, alert=confirmed, now=now)
-            queue_culprit_evidence(session=session, alert=confirmed)
+            _culprit_found(session, confirmed)
     elif comparison.kind is ComparisonKind.BISECT:
         bisection.record_paired_step(session=session, comparison=comparison, now=now)
         _culprit_named(session, comparison.alert_id)
     else:
         github_status.comparison_changed(session=session, comparison=comparison)
         queue_regression_evidence(session=session, comparison=comparison)
+        if comparison.kind is ComparisonKind.PR and comparison.state in _VERDICT_STATES:
+            tell_comparison(session=session, comparison=comparison)
 
 
 def after_import(*, session: Session, run: Run, now: dt.datetime, defer: bool = False) -> None:
@@ -125,7 +132,7 @@ def evaluate_and_bisect(
 
     def bisect(alert: Alert) -> None:
         bisection.start_bisection(session=session, alert=alert, now=now)
-        queue_culprit_evidence(session=session, alert=alert)
+        _culprit_found(session, alert)
 
     # One load of the series serves both: its times and its outputs are read from the same runs.
     commits = load_series_runs(session=session, case=case, hardware=hardware)
@@ -142,10 +149,17 @@ def evaluate_and_bisect(
 
 
 def _culprit_named(session: Session, alert_id: int | None) -> None:
-    """Queue the evidence runs of the alert, if its bisection has just named the culprit."""
+    """Queue the evidence runs of the alert, and tell the subscriptions, if its bisection has just
+    named the culprit (each subscription hears of a culprit once)."""
     alert = session.get(Alert, alert_id) if alert_id is not None else None
     if alert is not None:
-        queue_culprit_evidence(session=session, alert=alert)
+        _culprit_found(session, alert)
+
+
+def _culprit_found(session: Session, alert: Alert) -> None:
+    queue_culprit_evidence(session=session, alert=alert)
+    if alert.culprit_commit_id is not None:
+        tell_alert(session=session, alert=alert, event=NotificationEvent.ALERT_CULPRIT)
 
 
 def _is_plain(session: Session, candidate_id: int) -> bool:
