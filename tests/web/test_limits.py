@@ -111,8 +111,9 @@ SEEDED = {
     "/api/v1/comparisons": "/api/v1/comparisons",
     "/api/v1/alerts": "/api/v1/alerts",
     "/api/v1/calibrations": "/api/v1/calibrations",
+    "/api/v1/groups": "/api/v1/groups",
 }
-THIN = {"/api/v1/alerts", "/api/v1/calibrations"}  # seeded with fewer than cap + 1 items
+THIN = {"/api/v1/alerts", "/api/v1/calibrations", "/api/v1/groups"}  # seeded with fewer than cap + 1 items
 
 
 def _count(payload: Any) -> int:

@@ -52,6 +52,7 @@ from tracker.detection.alert_matching import (
     runs_from_jobs,
     undone_alert,
 )
+from tracker.detection.grouping import place
 from tracker.enums import Metric
 from tracker.models import Alert, Case, HardwareKind
 from tracker.series.state import (
@@ -120,6 +121,8 @@ def evaluate_series(
             touched.append(alert)
             if newly_confirmed:
                 confirmed.append(alert)
+    for alert in touched:
+        place(session=session, alert=alert, now=now)
     session.flush()
     if on_confirmed is not None:
         for alert in confirmed:

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from tracker.comparisons.creation import create_paired_check
 from tracker.detection.alert_log import ACTOR, record
 from tracker.detection.confirmation import POLICY
+from tracker.detection.grouping import place
 from tracker.detection.step_judges import Judged, judge_output_step
 from tracker.enums import (
     FINISHED_COMPARISON_STATES,
@@ -82,6 +83,7 @@ def start_bisection(
         _event(
             alert, f"{good.short_sha} and {bad.short_sha} are adjacent: the culprit is {_describe(bad)}", now
         )
+        place(session=session, alert=alert, now=now)
         return
     alert.bisection_state = BisectionState.RUNNING
     alert.evidence = {**alert.evidence, "bisection_range": [commit.id for commit in commits]}
@@ -130,6 +132,7 @@ def advance(*, session: Session, alert: Alert, now: dt.datetime) -> None:
         ]
         if high - low == 1 or not doubtful:
             _conclude(alert, [commits[commit_ids[index]] for index in range(low + 1, high + 1)], now)
+            place(session=session, alert=alert, now=now)
             return
         middle = doubtful[len(doubtful) // 2]
         step = BisectionStep(

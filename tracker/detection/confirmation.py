@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from tracker.comparisons.creation import create_paired_check
 from tracker.comparisons.summary import ComparisonView, comparison_view
 from tracker.detection.alert_log import record
+from tracker.detection.grouping import place
 from tracker.detection.odd_runs import refute, remeasure_interfered
 from tracker.enums import (
     FINISHED_COMPARISON_STATES,
@@ -148,7 +149,23 @@ def settle_confirmation(*, session: Session, comparison: Comparison, now: dt.dat
     wanted = Verdict.REGRESSION if alert.direction is Direction.REGRESSION else Verdict.IMPROVEMENT
     if verdict is wanted:
         _confirm(session, alert, note, now)
+        place(session=session, alert=alert, now=now)
         return alert
+    _settle_otherwise(session, alert, comparison, result, verdict, now)
+    place(session=session, alert=alert, now=now)
+    return None
+
+
+def _settle_otherwise(
+    session: Session,
+    alert: Alert,
+    comparison: Comparison,
+    result: ComparisonResult | None,
+    verdict: Verdict,
+    now: dt.datetime,
+) -> None:
+    """A confirmation that did not confirm: reversed, refuted, not possible or too noisy."""
+    note = result.note if result is not None else "no result"
     if verdict is Verdict.NO_CHANGE and result is not None and _the_other_way(alert, result):
         _reversed(alert, note, result, now)
         remeasure_interfered(session, alert, comparison, now)  # the neighbour that turned it round
@@ -161,7 +178,6 @@ def settle_confirmation(*, session: Session, comparison: Comparison, now: dt.dat
         alert.confirmation = AlertConfirmation.TOO_NOISY
         record(alert, reason=f"{note}; left open, unconfirmed", now=now)
         remeasure_interfered(session, alert, comparison, now)
-    return None
 
 
 def _confirm(session: Session, alert: Alert, note: str, now: dt.datetime) -> None:

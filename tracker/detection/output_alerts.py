@@ -33,6 +33,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.detection.alert_log import record
+from tracker.detection.grouping import place
 from tracker.enums import AlertConfirmation, AlertStatus, Direction, Metric
 from tracker.models import Alert, Case, HardwareKind, RunOutput
 from tracker.outputs.checks import (
@@ -108,6 +109,8 @@ def evaluate_outputs(
         alert = _create(session, case, hardware, before, after, check, now)
         ranges.append((before.position, after.position))
         created.append(alert)
+    for alert in created:
+        place(session=session, alert=alert, now=now)
     session.flush()
     if on_created is not None:
         for alert in created:

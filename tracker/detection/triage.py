@@ -10,9 +10,10 @@ from sqlalchemy.orm import Session, selectinload
 from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.detection import bisection
 from tracker.detection.alert_log import record
+from tracker.detection.grouping import SUSPECT_CONFIRMATIONS as SUSPECT_CONFIRMATIONS
 from tracker.enums import AlertConfirmation, AlertState, AlertStatus, BisectionState, Direction, enum_values
 from tracker.errors import Conflict, InvalidInput, NotFound
-from tracker.models import Alert, Case
+from tracker.models import Alert, Case, Commit
 
 # Who may move an alert where. Reopening is allowed from every closed state, with a reason.
 TRANSITIONS: dict[AlertStatus, frozenset[AlertStatus]] = {
@@ -27,9 +28,6 @@ TRANSITIONS: dict[AlertStatus, frozenset[AlertStatus]] = {
     AlertStatus.EXPECTED: frozenset({AlertStatus.OPEN}),
 }
 CONFIRMATIONS = tuple(enum_values(AlertConfirmation))
-# Suspects are not alerts: paired rounds are still deciding, refuted them, or could not tell
-# them from noise at the round cap ("unconfirmed: too noisy").
-SUSPECT_CONFIRMATIONS = (AlertConfirmation.PENDING, AlertConfirmation.REFUTED, AlertConfirmation.TOO_NOISY)
 # What an open suspect reads as: paired rounds still deciding, or done without establishing it.
 _SUSPECT_STATES = {
     AlertConfirmation.PENDING: AlertState.CONFIRMING,
@@ -138,11 +136,23 @@ def get_alert(*, session: Session, alert_id: int) -> Alert:
 
 
 def triage_alert(
-    *, session: Session, alert_id: int, status: str, actor: str, reason: str, now: dt.datetime
+    *,
+    session: Session,
+    alert_id: int,
+    status: str,
+    actor: str,
+    reason: str,
+    now: dt.datetime,
+    fixed_by: Commit | None = None,
 ) -> Alert:
-    """Move an alert to ``status`` as ``actor`` says why; closing and reopening need a reason."""
+    """Move an alert to ``status`` as ``actor`` says why; closing and reopening need a reason.
+
+    ``fixed_by``: the commit that fixed it, with the status ``fixed`` only.
+    """
     alert = get_alert(session=session, alert_id=alert_id)
     target = _status(status)
+    if fixed_by is not None and target is not AlertStatus.FIXED:
+        raise InvalidInput("fixed_by", "a fixing commit goes with the status fixed")
     if target is alert.status:
         raise Conflict(f"alert {alert_id} is already {target.value}")
     if target not in TRANSITIONS[alert.status]:
@@ -151,6 +161,8 @@ def triage_alert(
     reason = reason.strip()
     if target is not AlertStatus.ACKNOWLEDGED and not reason:
         raise InvalidInput("reason", f"say why the alert is {target.value}")
+    if fixed_by is not None:
+        alert.fixed_by_commit = fixed_by
     record(alert, reason=reason, now=now, to_status=target, actor=actor)
     session.flush()
     return alert

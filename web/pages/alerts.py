@@ -119,7 +119,7 @@ def alerts_page(
     )
 
 
-def _chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
+def alert_chart(session: SessionDep, alert: Alert) -> dict[str, Any] | None:
     """The series around the change, for the zoomed chart (None when the series is gone)."""
     try:
         data = series(
@@ -186,7 +186,7 @@ def alert_page(request: Request, alert_id: AlertId, session: SessionDep, web: We
             "detail": detail,
             "promise": confirmation_promise(alert.threshold_pct),
             "age": age(alert.created_at, utcnow()),
-            "chart": _chart(session, alert),
+            "chart": alert_chart(session, alert),
             "can_acknowledge": AlertStatus.ACKNOWLEDGED in allowed,
             "closing": [status.value for status in CLOSING if status in allowed],
             "can_reopen": AlertStatus.OPEN in allowed,

@@ -236,6 +236,9 @@ class AlertOut(BaseModel):
     p_value: float | None
     single_run_basis: bool = Field(description="rests on single runs without a noise estimate")
     bisection_state: str | None
+    group_id: int | None = Field(
+        default=None, description="the alert group it is triaged with (/groups/{id}); null: a suspect"
+    )
     created_at: dt.datetime
     updated_at: dt.datetime | None
     diagnosis: list[FindingOut] = Field(
@@ -309,6 +312,7 @@ def _alert_fields(alert: Alert, display: AlertDisplay, diagnosis: Sequence[Findi
         "p_value": alert.p_value,
         "single_run_basis": alert.single_run_basis,
         "bisection_state": alert.bisection_state.value if alert.bisection_state else None,
+        "group_id": alert.group_id,
         "created_at": alert.created_at,
         "updated_at": alert.updated_at,
         "diagnosis": [FindingOut.of(finding) for finding in diagnosis],

@@ -10,9 +10,10 @@ from fastapi import Path
 
 from wire import MAX_ID, MAX_INT32, InModel
 
-__all__ = ["MAX_ID", "MAX_INT32", "AlertId", "ComparisonId", "InModel", "JobId", "RunId"]
+__all__ = ["MAX_ID", "MAX_INT32", "AlertId", "ComparisonId", "GroupId", "InModel", "JobId", "RunId"]
 
 AlertId = Annotated[int, Path(ge=1, le=MAX_ID, description="an alert's id")]
 JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="a job's id")]
 RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="a run's id")]
 ComparisonId = Annotated[int, Path(ge=1, le=MAX_ID, description="a comparison's id")]
+GroupId = Annotated[int, Path(ge=1, le=MAX_ID, description="an alert group's id")]

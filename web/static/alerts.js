@@ -3,15 +3,25 @@
 // text is HTML-escaped before plotly sees it.
 "use strict";
 
+// The group page draws one small chart per alert the same way: each script.group-chart-data block
+// names its chart's element in data-chart.
 (function () {
-  const source = document.getElementById("alert-chart-data");
-  const target = document.getElementById("alert-chart");
-  if (!source || !target || typeof Plotly === "undefined") return;
-  const chart = JSON.parse(source.textContent);
+  if (typeof Plotly === "undefined") return;
 
   function escapeHtml(text) {
     return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   }
+
+  const single = document.getElementById("alert-chart-data");
+  const singleTarget = document.getElementById("alert-chart");
+  if (single && singleTarget) draw(single, singleTarget, 320);
+  for (const source of document.querySelectorAll("script.group-chart-data")) {
+    const target = document.getElementById(source.dataset.chart);
+    if (target) draw(source, target, 220);
+  }
+
+  function draw(source, target, height) {
+  const chart = JSON.parse(source.textContent);
 
   const points = chart.points;
   const x = points.map((point) => point.sha.slice(0, 7));
@@ -72,7 +82,7 @@
     traces,
     {
       margin: { l: 56, r: 12, t: 36, b: 56 },
-      height: 320,
+      height,
       shapes,
       annotations,
       showlegend: false,
@@ -83,4 +93,5 @@
     },
     { responsive: true, displaylogo: false },
   );
+  }
 })();
