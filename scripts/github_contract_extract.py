@@ -49,6 +49,9 @@ OPERATIONS = [
     ("patch", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
     ("post", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"),
     ("post", "/repos/{owner}/{repo}/statuses/{sha}"),
+    ("post", "/repos/{owner}/{repo}/check-runs"),
+    ("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}"),
+    ("get", "/repos/{owner}/{repo}/commits/{ref}/check-runs"),
 ]
 # The webhook events the tests send: the X-GitHub-Event header and the payload's action.
 EVENTS = [
@@ -59,6 +62,8 @@ EVENTS = [
     ("pull_request", "synchronize"),
     ("pull_request", "labeled"),
     ("pull_request", "closed"),
+    ("check_run", "requested_action"),
+    ("check_run", "rerequested"),
 ]
 # Annotations the checks never read: dropped to keep the copy small.
 _DROPPED = {"description", "example", "examples", "title", "externalDocs", "summary"}
@@ -131,7 +136,7 @@ def trim_webhooks(description: dict[str, Any]) -> dict[str, Any]:
     """The event payload schemas of :data:`EVENTS`, self-contained (already JSON Schema: 3.1)."""
     events = {}
     for event, action in EVENTS:
-        key = event.replace("_", "-") + (f"-{action}" if action else "")
+        key = (event + (f"-{action}" if action else "")).replace("_", "-")
         body = description["webhooks"][key]["post"]["requestBody"]
         events[f"{event}.{action}" if action else event] = _strip(
             body["content"]["application/json"]["schema"]

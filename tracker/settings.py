@@ -14,12 +14,28 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 _PLACEHOLDER_SECRETS = frozenset({"changeme", "change-me", "secret", "admin", "password", "token", "test"})
 # How long a flagged run's job keeps being measured again (tracker.workflows.reruns), seconds.
 FLAGGED_RERUN_BUDGET_S = 900
+
+
+CheckConclusion = Literal["success", "neutral", "failure", "cancelled", "skipped", "action_required"]
+
+
+class CheckPolicy(BaseModel):
+    """The conclusion of a ``/perf`` comparison's check run for each way it can end (docs/github-bot.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    regression: CheckConclusion = "failure"  # a result beyond its threshold, slower
+    output_changed: CheckConclusion = "failure"  # an output changed beyond its tolerance
+    too_noisy: CheckConclusion = "neutral"  # inconclusive after the rounds allowed
+    success: CheckConclusion = "success"  # no change, or improvements only
+    failed: CheckConclusion = "failure"  # nothing was measured
+    cancelled: CheckConclusion = "cancelled"
 
 
 def default_data_dir() -> Path:
@@ -136,6 +152,10 @@ class Settings(BaseSettings):
     # needs write access, checked for each head, and a fork's pushes are never measured on their own.
     github_rerun_on_push: bool = True
     github_perf_label: str | None = None
+    # App mode: a /perf comparison is also a check run on the head; its conclusion per outcome
+    # (CheckPolicy), overridden per repository by github_check_policies (keys owner/name).
+    github_check_policy: CheckPolicy = Field(default_factory=lambda: CheckPolicy())
+    github_check_policies: dict[str, CheckPolicy] = Field(default_factory=dict)
     # Handled webhook deliveries are kept this long (GitHub lets one redeliver for 3 days).
     github_delivery_retention_days: int = Field(default=14, ge=3)
     # owner/name#NUMBER: after each nightly ends, a summary comment goes to this issue.

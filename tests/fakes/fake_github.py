@@ -1,7 +1,7 @@
 """A fake GitHub REST API for the bot's tests: a small FastAPI app holding state and recording calls.
 
 It answers what the bot asks (pulls, compare, collaborators' permission, issue comments,
-reactions, statuses, App installation tokens, who the bot is) in GitHub's full shapes
+reactions, statuses, check runs (for an App only, as GitHub), App installation tokens, who the bot is) in GitHub's full shapes
 (``github_shapes``), and records every exchange (``exchanges``) for the contract check against
 GitHub's published description (``github_contract``, run after each test by tests/conftest.py).
 ``fail_next(n)`` makes the next ``n`` calls answer 502 (``carried_out=True``: after doing what was
@@ -65,6 +65,9 @@ class FakeGithub:
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     reactions: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Each check run's states as created and edited, in order: (id, status, conclusion, title).
+    check_run_history: list[tuple[int, str, str | None, str]] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     # Every request and answer, for the contract check (tests/fakes/github_contract.py).
     exchanges: list[Exchange] = field(default_factory=list)
@@ -399,4 +402,58 @@ class FakeGithub:
             fake.statuses.append(status)
             return shapes.status(f"{owner}/{name}", status["id"], sha, status, fake.bot_user()["login"])
 
+        @app.post("/repos/{owner}/{name}/check-runs", status_code=201)
+        async def create_check_run(owner: str, name: str, request: Request) -> dict[str, Any]:
+            require_installation_token(request)
+            if fake.app_public_key is None:  # Checks are for Apps only
+                raise HTTPException(403, "You must authenticate via a GitHub App.")
+            sent = await request.json()
+            kept = {"status": "queued", **sent, "id": next(fake._ids)}
+            return fake.keep_check_run(f"{owner}/{name}", kept)
+
+        @app.patch("/repos/{owner}/{name}/check-runs/{check_run_id}")
+        async def edit_check_run(
+            owner: str, name: str, check_run_id: int, request: Request
+        ) -> dict[str, Any]:
+            require_installation_token(request)
+            kept = fake.check_runs.get(check_run_id)
+            if kept is None or fake.app_public_key is None:
+                raise HTTPException(404, "Not Found")
+            sent = await request.json()
+            if "conclusion" in sent:  # GitHub completes a check run given a conclusion
+                sent.setdefault("status", "completed")
+            return fake.keep_check_run(f"{owner}/{name}", {**kept, **sent})
+
+        @app.get("/repos/{owner}/{name}/commits/{ref}/check-runs")
+        def list_check_runs(
+            owner: str,
+            name: str,
+            ref: str,
+            request: Request,
+            check_name: str | None = None,
+            page: int = 1,
+            per_page: int = 30,
+        ) -> dict[str, Any]:
+            require_installation_token(request)
+            found = [
+                run
+                for run in fake.check_runs.values()
+                if run["head_sha"] == ref and (check_name is None or run["name"] == check_name)
+            ]
+            chosen = found[(page - 1) * per_page : page * per_page]
+            answered = [shapes.check_run(f"{owner}/{name}", run, fake.app_slug) for run in chosen]
+            return {"total_count": len(found), "check_runs": answered}
+
         return app
+
+    def keep_check_run(self, repository: str, kept: dict[str, Any]) -> dict[str, Any]:
+        """Store a created or edited check run as GitHub would (a completed one has a conclusion
+        and a completion time) and answer it."""
+        if kept["status"] == "completed" and not kept.get("conclusion"):
+            raise HTTPException(422, "Validation Failed: a completed check run needs a conclusion")
+        if kept["status"] == "completed":
+            kept.setdefault("completed_at", shapes.TIME)
+        self.check_runs[kept["id"]] = kept
+        title = str((kept.get("output") or {}).get("title", ""))
+        self.check_run_history.append((kept["id"], kept["status"], kept.get("conclusion"), title))
+        return shapes.check_run(repository, kept, self.app_slug)

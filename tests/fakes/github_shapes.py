@@ -371,6 +371,36 @@ def status(
     }
 
 
+def check_run(repository_name: str, kept: dict[str, Any], app_slug: str) -> dict[str, Any]:
+    """A ``check-run`` as GitHub answers its creation or an edit; ``kept`` holds what was sent."""
+    run_id = kept["id"]
+    output = kept.get("output") or {}
+    return {
+        "id": run_id,
+        "head_sha": kept["head_sha"],
+        "node_id": f"CR_{run_id}",
+        "external_id": kept.get("external_id", ""),
+        "url": f"{API}/repos/{repository_name}/check-runs/{run_id}",
+        "html_url": f"{WEB}/{repository_name}/runs/{run_id}",
+        "details_url": kept.get("details_url"),
+        "status": kept["status"],
+        "conclusion": kept.get("conclusion"),
+        "started_at": kept.get("started_at", TIME),
+        "completed_at": kept.get("completed_at"),
+        "output": {
+            "title": output.get("title"),
+            "summary": output.get("summary"),
+            "text": output.get("text"),
+            "annotations_count": 0,
+            "annotations_url": f"{API}/repos/{repository_name}/check-runs/{run_id}/annotations",
+        },
+        "name": kept["name"],
+        "check_suite": {"id": number_for(kept["head_sha"])},
+        "app": app(app_slug),
+        "pull_requests": [],
+    }
+
+
 def collaborator_permission(login: str, level: str) -> dict[str, Any]:
     """A ``repository-collaborator-permission``: ``level`` is GitHub's role name (``maintain``,
     ``triage`` included); ``permission`` is its legacy admin/write/read/none."""
@@ -391,8 +421,14 @@ def installation(installation_id: int, owner: str, app_slug: str) -> dict[str, A
         "app_slug": app_slug,
         "target_id": number_for(owner),
         "target_type": "Organization",
-        "permissions": {"issues": "write", "pull_requests": "write", "statuses": "write", "metadata": "read"},
-        "events": ["issue_comment", "pull_request"],
+        "permissions": {
+            "checks": "write",
+            "issues": "write",
+            "pull_requests": "write",
+            "statuses": "write",
+            "metadata": "read",
+        },
+        "events": ["check_run", "issue_comment", "pull_request"],
         "created_at": TIME,
         "updated_at": TIME,
         "single_file_name": None,
@@ -414,8 +450,14 @@ def app(slug: str) -> dict[str, Any]:
         "html_url": f"{WEB}/apps/{slug}",
         "created_at": TIME,
         "updated_at": TIME,
-        "permissions": {"issues": "write", "pull_requests": "write", "statuses": "write", "metadata": "read"},
-        "events": ["issue_comment", "pull_request"],
+        "permissions": {
+            "checks": "write",
+            "issues": "write",
+            "pull_requests": "write",
+            "statuses": "write",
+            "metadata": "read",
+        },
+        "events": ["check_run", "issue_comment", "pull_request"],
     }
 
 

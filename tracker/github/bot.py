@@ -14,6 +14,8 @@ Who may start measurements (see docs/operations.md, "Trust model"):
 - a push (re-run of the last command) or the perf label: the pusher (or labeller) needs write
   access, checked for each new head; a push to a fork's pull request is never measured on its
   own: a maintainer comments ``/perf`` (or adds the label) for each head;
+- a check run's "Re-run" (or re-request, App mode): its sender needs write access, checked for each
+  request (:mod:`rerun`); the comparison's command is measured again on the check run's head;
 - after ``/perf cancel`` (or a cancellation on the dashboard) pushes are not measured until the
   next ``/perf``; closing the PR cancels its running comparison.
 """
@@ -21,7 +23,7 @@ Who may start measurements (see docs/operations.md, "Trust model"):
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -35,10 +37,11 @@ from tracker.github import outbox
 from tracker.github.access import may_run
 from tracker.github.client import GithubClient
 from tracker.github.commands import HELP, CommandError, find_command, parse_command
-from tracker.github.events import CommentEvent, Event, PullRequestEvent
+from tracker.github.events import CheckRunEvent, CommentEvent, Event, PullRequestEvent
 from tracker.github.heads import head_when_asked
 from tracker.github.plan import ComparisonPlan, plan_comparison
 from tracker.github.render import code
+from tracker.github.rerun import Refusal, plan_rerun
 from tracker.github.status import OPEN_STATES, comparison_changed
 from tracker.models import Comparison, Repository, utcnow
 from tracker.settings import Settings
@@ -62,7 +65,10 @@ class Start:
     plan: ComparisonPlan
     author: str
     max_rounds: int  # the cap on rounds added while inconclusive (settings.github_max_rounds)
-    why: str | None = None  # None: a comment asked; else "push" or "label"
+    why: str | None = None  # None: a comment asked; else "push", "label" or "check run"
+    rerun_of: int | None = None  # the comparison a check run's re-run measures again
+    pr_url: str | None = None  # the PR's page, when the event does not name it
+    check_run: bool = False  # App mode: the comparison gets a check run (tracker.github.checks)
 
 
 @dataclass(frozen=True)
@@ -101,10 +107,25 @@ def decide(
     """
     if event.installation_id is not None:
         client.remember_installation(event.repository, event.installation_id)
+    decision = _decide(
+        session=session, settings=settings, client=client, event=event, delivery_row=delivery_row
+    )
+    return replace(decision, check_run=client.is_app) if isinstance(decision, Start) else decision
+
+
+def _decide(
+    *, session: Session, settings: Settings, client: GithubClient, event: Event, delivery_row: int | None
+) -> Decision:
     if isinstance(event, CommentEvent):
         return _decide_comment(
             session=session, settings=settings, client=client, event=event, delivery_row=delivery_row
         )
+    if isinstance(event, CheckRunEvent):
+        found = plan_rerun(session=session, settings=settings, client=client, event=event)
+        if isinstance(found, Refusal):
+            return Reply(found.outcome, found.body)
+        rounds = settings.github_max_rounds
+        return Start(found.plan, event.sender, rounds, "check run", found.comparison_id, found.pr_url)
     return _decide_pull_request(session=session, settings=settings, client=client, event=event)
 
 
@@ -226,11 +247,17 @@ def act(*, session: Session, event: Event, decision: Decision) -> str:
 
 def _start(*, session: Session, event: Event, decision: Start) -> str:
     plan = decision.plan
-    if decision.why is not None and _measured(_latest(session, event), plan.head_sha, why=decision.why):
+    rerun = decision.rerun_of is not None
+    if decision.why and not rerun and _measured(_latest(session, event), plan.head_sha, why=decision.why):
         return "ignored: this head was measured already"  # another delivery got here first
-    # A push or label replaces the measurement of the old head; a comment adds one beside it.
+    # A push or label replaces the measurement of the old head, a re-run the comparison it repeats;
+    # a comment adds one beside it.
     replaced = _open(session, event) if decision.why is not None else []
+    if rerun:
+        replaced = [old for old in replaced if old.id == decision.rerun_of]
     reason = f"superseded: the pull request moved to {plan.head_sha[:10]}"
+    if rerun:
+        reason = f"superseded: re-run from its check run by @{decision.author}"
     superseded = [cancel_comparison(session=session, comparison_id=old.id, reason=reason) for old in replaced]
     for old in superseded:
         comparison_changed(session=session, comparison=old)
@@ -253,7 +280,7 @@ def _start(*, session: Session, event: Event, decision: Start) -> str:
         max_rounds=max(plan.rounds, decision.max_rounds),
         requested_by=decision.author,
         pr_number=event.pr_number,
-        pr_url=event.pr_url,
+        pr_url=event.pr_url or decision.pr_url,
         command=plan.command,
     )
     comparison.github_repository = event.repository
@@ -261,7 +288,12 @@ def _start(*, session: Session, event: Event, decision: Start) -> str:
     comparison.case_selection = plan.selection + (f" (re-run on {decision.why})" if decision.why else "")
     session.flush()
     _react(session, event, "eyes")
-    comparison_changed(session=session, comparison=comparison)
+    comparison_changed(
+        session=session,
+        comparison=comparison,
+        check_run=decision.check_run,
+        installation_id=event.installation_id,
+    )
     outcome = f"comparison {comparison.id} created" + (f" on {decision.why}" if decision.why else "")
     return outcome + (f", {len(superseded)} superseded" if superseded else "")
 

@@ -2,9 +2,11 @@
 
 A delivery is its ``X-GitHub-Event`` header and its payload. Which deliveries the bot acts on is
 decided first, from the event, the action and the pull request's state (:func:`acted_on`: a comment
-posted on a pull request; a pull request's push, label or close); every other one is ignored
-whatever it holds. One the bot acts on is validated against pydantic models of the parts of
-GitHub's payload it reads (:class:`CommentPayload`, :class:`PullRequestPayload`), strictly, since a
+posted on a pull request; a pull request's push, label or close; the "Re-run" of one of the bot's
+check runs, or its re-request); every other one is ignored whatever it holds. One the bot acts on
+is validated against pydantic models of the parts of GitHub's payload it reads
+(:mod:`tracker.github.payloads`; :class:`CommentPayload`, :class:`PullRequestPayload`,
+:class:`CheckRunPayload`), strictly, since a
 payload is untrusted even when signed (a misconfigured proxy, a GitHub schema change, a test tool):
 one that does not validate raises :class:`MalformedDelivery` naming each field
 (``issue.number: Input should be a valid integer``). The events are stored with the delivery
@@ -14,11 +16,9 @@ plain values.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -29,11 +29,22 @@ from pydantic import (
 )
 
 from tracker.errors import PerftrackError
+from tracker.github.payloads import (
+    SHA,
+    CheckRun,
+    Comment,
+    Installation,
+    Issue,
+    Label,
+    PullRequest,
+    Repository,
+    RequestedAction,
+    User,
+)
 from wire import InModel
 
-MAX_PR_NUMBER = 2**31 - 1
 PULL_ACTIONS = ("synchronize", "labeled", "closed")
-_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+CHECK_RUN_ACTIONS = ("requested_action", "rerequested")
 
 
 class MalformedDelivery(PerftrackError):
@@ -83,8 +94,20 @@ class PullRequestEvent(_StoredEvent):
     before_sha: str | None = None  # for ``synchronize``: the head before the push
 
 
-Event = Annotated[CommentEvent | PullRequestEvent, Field(discriminator="kind")]
-_STORED: TypeAdapter[CommentEvent | PullRequestEvent] = TypeAdapter(Event)
+class CheckRunEvent(_StoredEvent):
+    """The "Re-run" action of a comparison's check run pressed (``requested_action``), or the check
+    run re-requested on GitHub (``rerequested``): measure the comparison again."""
+
+    kind: Literal["check_run"] = "check_run"
+    action: str
+    check_run_id: int
+    comparison_id: int
+    head_sha: str
+    sender: str
+
+
+Event = Annotated[CommentEvent | PullRequestEvent | CheckRunEvent, Field(discriminator="kind")]
+_STORED: TypeAdapter[CommentEvent | PullRequestEvent | CheckRunEvent] = TypeAdapter(Event)
 
 
 def event_from_dict(stored: dict[str, Any]) -> Event:
@@ -96,121 +119,6 @@ def event_from_dict(stored: dict[str, Any]) -> Event:
 
 
 # ---------------------------------------------------------------- GitHub's payloads
-
-
-def _owner_name(value: str) -> str:
-    if value.count("/") != 1:
-        raise ValueError("must be owner/name")
-    return value
-
-
-def _commit_sha(value: str) -> str:
-    if not _SHA.fullmatch(value):
-        raise ValueError("must be a commit sha: 40 or 64 hexadecimal digits")
-    return value.lower()
-
-
-PositiveId = Annotated[int, Field(ge=1, le=2**63 - 1)]
-PullNumber = Annotated[int, Field(ge=1, le=MAX_PR_NUMBER)]
-Login = Annotated[str, Field(min_length=1, max_length=100)]
-RepositoryName = Annotated[str, Field(max_length=200), AfterValidator(_owner_name)]
-CommitSha = Annotated[str, AfterValidator(_commit_sha)]
-
-
-class _GithubObject(BaseModel):
-    """A part of a payload: strict (``"43650"`` is no number, ``1`` no text), other fields ignored."""
-
-    model_config = ConfigDict(strict=True, frozen=True)
-
-
-class User(_GithubObject):
-    """A comment's author, a pull request's sender."""
-
-    login: Login
-    type: str | None = None  # "Bot" for bots
-
-
-class Repository(_GithubObject):
-    """The repository a delivery is about."""
-
-    full_name: RepositoryName
-
-
-class Installation(_GithubObject):
-    """The GitHub App installation that sent the delivery (none in token mode)."""
-
-    id: PositiveId | None = None
-
-
-class App(_GithubObject):
-    """The GitHub App that posted a comment on someone's behalf."""
-
-    id: PositiveId
-
-
-class PullLink(_GithubObject):
-    """What makes an issue a pull request."""
-
-    html_url: str | None = None
-
-
-class Issue(_GithubObject):
-    """The pull request a comment is on, as an issue."""
-
-    number: PullNumber
-    html_url: str | None = None
-    state: str = "open"
-    pull_request: PullLink
-
-
-class Comment(_GithubObject):
-    """A comment as posted."""
-
-    id: PositiveId
-    user: User
-    body: str | None = None
-    performed_via_github_app: App | None = None
-
-
-class Label(_GithubObject):
-    """A pull request's label."""
-
-    name: str
-
-
-class BranchRepository(_GithubObject):
-    """The repository a pull request's branch lives in."""
-
-    full_name: str
-
-
-class Base(_GithubObject):
-    """The branch a pull request merges into."""
-
-    repo: BranchRepository | None = None
-
-
-class Head(Base):
-    """The branch a pull request merges (``repo`` is null once a fork is deleted)."""
-
-    sha: CommitSha
-
-
-class PullRequest(_GithubObject):
-    """A pull request, as a ``pull_request`` delivery describes it."""
-
-    number: PullNumber
-    html_url: str | None = None
-    head: Head
-    base: Base
-    labels: list[Label] = []
-
-    @property
-    def from_fork(self) -> bool:
-        """Whether the head lives in another repository than the base (or one that was deleted)."""
-        if self.head.repo is None or self.base.repo is None:
-            return True
-        return self.head.repo.full_name.lower() != self.base.repo.full_name.lower()
 
 
 class _Payload(InModel):
@@ -281,9 +189,33 @@ class PullRequestPayload(_Payload):
 
 def _sha_or_none(value: str | None) -> str | None:
     """A commit sha as GitHub writes it (40 or 64 hex digits, not all zeros), else ``None``."""
-    if value is not None and _SHA.fullmatch(value) and value.strip("0"):
+    if value is not None and SHA.fullmatch(value) and value.strip("0"):
         return value.lower()
     return None
+
+
+class CheckRunPayload(_Payload):
+    """``check_run`` ``requested_action`` or ``rerequested`` on one of the bot's check runs."""
+
+    action: Literal["requested_action", "rerequested"]
+    check_run: CheckRun
+    sender: User
+    requested_action: RequestedAction | None = None
+
+    def event(self) -> CheckRunEvent:
+        """The re-run asked for, as the bot stores it."""
+        number, comparison_id = self.check_run.external_id.split(":")
+        return CheckRunEvent(
+            action=self.action,
+            repository=self.repository.full_name,
+            pr_number=int(number),
+            pr_url="",
+            installation_id=self.installation_id,
+            check_run_id=self.check_run.id,
+            comparison_id=int(comparison_id),
+            head_sha=self.check_run.head_sha,
+            sender=self.sender.login,
+        )
 
 
 # ---------------------------------------------------------------- deliveries
@@ -311,6 +243,17 @@ class PullRequestDelivery(BaseModel):
         return self.payload.event()
 
 
+class CheckRunDelivery(BaseModel):
+    """A re-run of a comparison asked for on its check run."""
+
+    event_name: Literal["check_run"]
+    payload: CheckRunPayload
+
+    def event(self) -> CheckRunEvent:
+        """What the bot acts on."""
+        return self.payload.event()
+
+
 class IgnoredDelivery(BaseModel):
     """Any other delivery (``ping``, an edited comment, a closed pull request's push): not read."""
 
@@ -333,6 +276,12 @@ def acted_on(delivery: Any) -> str:
         issue = payload.get("issue")
         if action == "created" and isinstance(issue, dict) and issue.get("pull_request"):
             return "comment"
+    elif name == "check_run" and action in CHECK_RUN_ACTIONS:
+        check_run = payload.get("check_run")
+        identifier = (payload.get("requested_action") or {}).get("identifier")
+        ours = isinstance(check_run, dict) and ":" in str(check_run.get("external_id") or "")
+        if ours and (action == "rerequested" or identifier == "rerun"):
+            return "check_run"
     elif name == "pull_request" and action in PULL_ACTIONS:
         pull = payload.get("pull_request")
         if action == "closed" or not isinstance(pull, dict) or pull.get("state", "open") == "open":
@@ -343,10 +292,13 @@ def acted_on(delivery: Any) -> str:
 Delivery = Annotated[
     Annotated[CommentDelivery, Tag("comment")]
     | Annotated[PullRequestDelivery, Tag("pull_request")]
+    | Annotated[CheckRunDelivery, Tag("check_run")]
     | Annotated[IgnoredDelivery, Tag("ignored")],
     Discriminator(acted_on),
 ]
-_DELIVERY: TypeAdapter[CommentDelivery | PullRequestDelivery | IgnoredDelivery] = TypeAdapter(Delivery)
+_DELIVERY: TypeAdapter[CommentDelivery | PullRequestDelivery | CheckRunDelivery | IgnoredDelivery] = (
+    TypeAdapter(Delivery)
+)
 
 
 def read_event(event_name: str, payload: dict[str, Any]) -> Event | None:

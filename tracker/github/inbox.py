@@ -30,7 +30,14 @@ from tracker.errors import Conflict, PerftrackError
 from tracker.github.bot import act, decide, is_own_comment, reply
 from tracker.github.client import GithubClient, GithubError, GithubRateLimited, GithubSetupError
 from tracker.github.commands import find_command
-from tracker.github.events import CommentEvent, Event, MalformedDelivery, PullRequestEvent, event_from_dict
+from tracker.github.events import (
+    CheckRunEvent,
+    CommentEvent,
+    Event,
+    MalformedDelivery,
+    PullRequestEvent,
+    event_from_dict,
+)
 from tracker.github.render import code
 from tracker.models import GithubDelivery, utcnow
 from tracker.settings import Settings
@@ -355,6 +362,8 @@ def _finish(row: GithubDelivery, state: DeliveryState, outcome: str) -> None:
 def _what(event: Event) -> str:
     if isinstance(event, CommentEvent):
         return code(find_command(event.body) or "/perf")
+    if isinstance(event, CheckRunEvent):
+        return f"the re-run of comparison {event.comparison_id} from its check run"
     return f"the {event.action} of this pull request"
 
 

@@ -9,6 +9,8 @@ succeeds. Kinds:
   row, looked for before it is posted again after a try whose outcome is unknown (a 5xx, a timeout).
 - ``reaction``: a reaction to a comment.
 - ``status``: a commit status on the PR's head sha.
+- ``check``: the comparison's check run on the head sha (App mode, :mod:`tracker.github.checks`),
+  created once (its id stored on the comparison) and edited in place, rendered when sent.
 
 A row GitHub refuses for good (400, 403 without a rate limit, 404, 410, 422: the PR or comment is gone,
 the App lost access, the payload is invalid) three times in a row is *dead*: ``dead_at`` is set, it is
@@ -33,6 +35,7 @@ from tracker.comparisons.summary import comparison_view
 from tracker.diagnosis.loading import comparison_diagnoses
 from tracker.enums import OutboxKind
 from tracker.errors import Conflict, NotFound
+from tracker.github import checks
 from tracker.github.client import GithubClient, GithubError, GithubRateLimited, client_from_settings
 from tracker.github.render import comparison_link, marker, render_comment, reply_marker
 from tracker.models import Comparison, GithubOutbox, utcnow
@@ -182,7 +185,8 @@ class _Send:
     tried_before: bool  # an earlier try failed, possibly after GitHub had carried it out
     body: str = ""  # a comment's text, with its marker
     find: str = ""  # the marker to look for before creating a comment
-    comment_id: int | None = None  # the comparison's comment, when known
+    comment_id: int | None = None  # the comparison's comment (or check run), when known
+    check: dict[str, Any] | None = None  # a check run's body
 
 
 def _claim(
@@ -215,17 +219,23 @@ def _claim(
     if row.kind is OutboxKind.REPLY:
         find = reply_marker(row.id)
         send = replace(send, body=f"{row.payload['body']}\n\n{find}", find=find)
-    elif row.kind is OutboxKind.COMMENT:
+    elif row.kind in (OutboxKind.COMMENT, OutboxKind.CHECK):
         comparison = session.get(Comparison, row.comparison_id) if row.comparison_id is not None else None
         if comparison is None:  # the comparison was deleted: nothing to report any more
             row.attempts += 1
             row.done_at = now
             return "sent"
         view = comparison_view(session=session, comparison_id=comparison.id)
-        body = render_comment(
-            view, public_url=settings.public_url, diagnoses=comparison_diagnoses(session=session, view=view)
-        )
-        send = replace(send, body=body, find=marker(comparison.id), comment_id=comparison.github_comment_id)
+        diagnoses = comparison_diagnoses(session=session, view=view)
+        if row.kind is OutboxKind.CHECK:
+            check = checks.check_body(view, settings=settings, diagnoses=diagnoses)
+            tried = checks.maybe_created(session, comparison.id)  # this row, or one it replaces
+            send = replace(send, check=check, comment_id=comparison.github_check_run_id, tried_before=tried)
+        else:
+            body = render_comment(view, public_url=settings.public_url, diagnoses=diagnoses)
+            send = replace(
+                send, body=body, find=marker(comparison.id), comment_id=comparison.github_comment_id
+            )
     row.next_attempt_at = now + dt.timedelta(seconds=CLAIM_S)
     return send
 
@@ -238,7 +248,9 @@ def _sent(*, session: Session, send: _Send, comment_id: int | None, now: dt.date
         row.done_at = now
     if comment_id is not None and send.comparison_id is not None:
         comparison = session.get(Comparison, send.comparison_id)
-        if comparison is not None:
+        if comparison is not None and send.kind is OutboxKind.CHECK:
+            comparison.github_check_run_id = comment_id
+        elif comparison is not None:
             comparison.github_comment_id = comment_id
 
 
@@ -262,15 +274,8 @@ def _failed(
     row.next_attempt_at = now + backoff(row.attempts)
     if row.refusals >= DEAD_AFTER:
         row.dead_at = now
-        logger.error(
-            "GitHub outbox row %d (%s on %s %s) given up after %d refusals: %s",
-            row.id,
-            row.kind,
-            row.repository,
-            row.target,
-            row.refusals,
-            row.last_error,
-        )
+        what = (row.id, row.kind, row.repository, row.target, row.refusals, row.last_error)
+        logger.error("GitHub outbox row %d (%s on %s %s) given up after %d refusals: %s", *what)
         return "dead"
     logger.warning("GitHub outbox row %d (%s) failed: %s", row.id, row.kind, row.last_error)
     return "failed"
@@ -291,11 +296,11 @@ def revive(*, session: Session, row_id: int) -> GithubOutbox:
 
 
 def _superseded(session: Session, row: GithubOutbox) -> bool:
-    if row.kind is not OutboxKind.COMMENT or row.comparison_id is None:
+    if row.kind not in (OutboxKind.COMMENT, OutboxKind.CHECK) or row.comparison_id is None:
         return False
     newer = session.scalar(
         select(GithubOutbox.id).where(
-            GithubOutbox.kind == OutboxKind.COMMENT,
+            GithubOutbox.kind == row.kind,
             GithubOutbox.comparison_id == row.comparison_id,
             GithubOutbox.done_at.is_(None),
             GithubOutbox.id > row.id,
@@ -305,7 +310,8 @@ def _superseded(session: Session, row: GithubOutbox) -> bool:
 
 
 def _send(*, client: GithubClient, settings: Settings, send: _Send) -> int | None:
-    """Make the row's GitHub call; the id of the comparison's comment for a ``comment`` row."""
+    """Make the row's GitHub call; the id of the comparison's comment (check run) for a ``comment``
+    (``check``) row. A check row in token mode is dropped: GitHub's Checks need an App."""
     repository = send.repository
     installation_id = send.payload.get("installation_id")
     if isinstance(installation_id, int):
@@ -335,6 +341,11 @@ def _send(*, client: GithubClient, settings: Settings, send: _Send) -> int | Non
         )
     elif send.kind is OutboxKind.COMMENT:
         return _upsert_comment(client=client, send=send)
+    elif send.kind is OutboxKind.CHECK:
+        if send.check is None or not client.is_app:
+            return None
+        known = send.comment_id
+        return checks.send_check(client, repository, send.target, known, send.check, send.tried_before)
     else:
         assert_never(send.kind)
     return None

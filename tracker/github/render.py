@@ -14,7 +14,7 @@ from tracker.comparisons.labels import ResultOutcome, comparison_label, output_s
 from tracker.comparisons.summary import ComparisonView, ResultView
 from tracker.diagnosis.facts import Finding
 from tracker.enums import ComparisonState, OutputStatus, Verdict
-from tracker.models import Candidate, ComparisonResult
+from tracker.models import Candidate, Comparison, ComparisonResult
 
 # Findings shown under each result that changed (the rest are on the comparison's page).
 FINDINGS_IN_COMMENT = 2
@@ -96,6 +96,25 @@ def render_comment(
     link = comparison_link(public_url, comparison.id)
     if link:
         lines += [f"Details: [{link}]({link})", ""]
+    lines += render_tables(view, public_url=public_url, diagnoses=diagnoses)
+    lines += [
+        "Values are median denoise step times (ms), head vs base over interleaved rounds.",
+        "",
+        *render_request(comparison),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_tables(
+    view: ComparisonView,
+    *,
+    public_url: str | None,
+    diagnoses: Mapping[tuple[int, int], Sequence[Finding]] | None = None,
+) -> list[str]:
+    """The lines of one table per hardware kind (a row per case: base, head, change, interval,
+    verdict, rounds), each result's notes and why it changed, and the compile counters: what the
+    comment and the check run's summary both show."""
+    lines: list[str] = []
     by_hardware: dict[str, list[ResultView]] = {}
     for result in view.results:
         by_hardware.setdefault(result.result.hardware_kind.name, []).append(result)
@@ -117,9 +136,12 @@ def render_comment(
     counters = [line for result in view.results if (line := _compile_counters(result))]
     if counters:
         lines += ["**Compile counters differ between the arms:**", "", *counters, ""]
-    lines += [
-        "Values are median denoise step times (ms), head vs base over interleaved rounds.",
-        "",
+    return lines
+
+
+def render_request(comparison: Comparison) -> list[str]:
+    """Who asked for the comparison, how, and the two candidates: a Markdown list."""
+    return [
         f"- Command: {code(comparison.command or '/perf')}"
         + (f" by @{_NOT_LOGIN.sub('', comparison.requested_by)}" if comparison.requested_by else ""),
         # Markdown the bot composed (tracker/github/bot.py), kept on one line.
@@ -127,7 +149,6 @@ def render_comment(
         f"- Base: {_candidate(comparison.base_candidate)}",
         f"- This PR: {_candidate(comparison.head_candidate)}",
     ]
-    return "\n".join(lines) + "\n"
 
 
 def _row(view: ResultView, public_url: str | None) -> str:

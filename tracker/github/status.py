@@ -1,5 +1,6 @@
-"""What a pull request shows of its comparison: the one comment, edited in place, and the commit
-status on the measured head. Queued in the outbox whenever the comparison moves.
+"""What a pull request shows of its comparison: the one comment, edited in place, the commit
+status on the measured head, and in App mode its check run there (:mod:`tracker.github.checks`).
+Queued in the outbox whenever the comparison moves.
 
 Several comparisons can measure one head (a ``/perf`` per case, a re-run); the head has one status
 (``settings.github_status_context``) that stands for all of them (:func:`head_status`): ``pending``
@@ -9,21 +10,31 @@ while any runs, else the worst of those not cancelled (``failure``, then ``error
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.comparisons.labels import ResultOutcome, comparison_label
 from tracker.enums import ComparisonState, OutboxKind, OutputStatus, Verdict
-from tracker.github import outbox
+from tracker.github import checks, outbox
 from tracker.models import Comparison, GithubOutbox
 
 OPEN_STATES = (ComparisonState.PENDING, ComparisonState.RUNNING)
 MAX_DESCRIPTION = 140  # characters GitHub keeps of a commit status' description
 
 
-def comparison_changed(*, session: Session, comparison: Comparison) -> None:
-    """Queue the comment update and commit status of a PR comparison after it changed."""
+def comparison_changed(
+    *,
+    session: Session,
+    comparison: Comparison,
+    check_run: bool = False,
+    installation_id: int | None = None,
+) -> None:
+    """Queue the comment update and commit status of a PR comparison after it changed, and its
+    check run's (:mod:`tracker.github.checks`) when it has one, or ``check_run`` asks for one (App
+    mode: a new comparison's check run starts ``queued``; ``installation_id``: the App's installation
+    the request came through)."""
     if comparison.pr_number is None or not comparison.github_repository:
         return
     repository = comparison.github_repository
@@ -37,6 +48,54 @@ def comparison_changed(*, session: Session, comparison: Comparison) -> None:
         )
     if comparison.head_sha:
         _queue_head_status(session=session, repository=repository, head_sha=comparison.head_sha)
+        if check_run or has_check_run(session, comparison):
+            queue_check(session=session, comparison=comparison, installation_id=installation_id)
+
+
+def has_check_run(session: Session, comparison: Comparison) -> bool:
+    """Whether the comparison has a check run (created, or queued to be: :mod:`tracker.github.checks`)."""
+    if comparison.github_check_run_id is not None:
+        return True
+    found = session.scalar(
+        select(GithubOutbox.id)
+        .where(GithubOutbox.kind == OutboxKind.CHECK, GithubOutbox.comparison_id == comparison.id)
+        .limit(1)
+    )
+    return found is not None
+
+
+def queue_check(*, session: Session, comparison: Comparison, installation_id: int | None = None) -> None:
+    """Queue the check run's create or edit for the comparison's current state: into the row not
+    claimed yet when there is one, else a new row unless the last one said the same."""
+    if not comparison.github_repository or not comparison.head_sha:
+        return
+    payload: dict[str, Any] = {
+        "status": checks.check_status(comparison),
+        "rounds": checks.rounds_done(comparison),
+    }
+    rows = list(
+        session.scalars(
+            select(GithubOutbox)
+            .where(GithubOutbox.kind == OutboxKind.CHECK, GithubOutbox.comparison_id == comparison.id)
+            .order_by(GithubOutbox.id)
+        )
+    )
+    if installation_id is None and rows:
+        installation_id = rows[-1].payload.get("installation_id")
+    if installation_id is not None:
+        payload["installation_id"] = installation_id
+    waiting = [row for row in rows if row.done_at is None and row.dead_at is None]
+    if waiting and waiting[-1].attempts == 0 and waiting[-1].next_attempt_at is None:
+        waiting[-1].payload = payload  # not claimed yet: it sends the newest state
+    elif not rows or rows[-1].payload != payload:
+        outbox.queue(
+            session=session,
+            kind=OutboxKind.CHECK,
+            repository=comparison.github_repository,
+            target=comparison.head_sha,
+            payload=payload,
+            comparison_id=comparison.id,
+        )
 
 
 def _queue_head_status(*, session: Session, repository: str, head_sha: str) -> None:

@@ -80,7 +80,8 @@ def receive_webhook(
     x_github_delivery: Annotated[str, Header()] = "",
     x_hub_signature_256: Annotated[str | None, Header()] = None,
 ) -> JSONResponse:
-    """Verify and store a GitHub delivery (``issue_comment`` and ``pull_request`` on PRs, ``ping``);
+    """Verify and store a GitHub delivery (``issue_comment`` and ``pull_request`` on PRs, a
+    ``check_run``'s Re-run, ``ping``);
     the bot carries it out after the answer, so GitHub never waits on GitHub."""
     if settings.github_webhook_secret is None:
         return _answer(503, "the GitHub webhook is not set up: configure PERFTRACK_GITHUB_WEBHOOK_SECRET")
