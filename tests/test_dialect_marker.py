@@ -51,6 +51,11 @@ COVERED_BY: dict[str, tuple[str, ...]] = {
         "tests/faults/test_postgres_restart.py",
     ),
     "tracker/scheduling/report.py": ("tests/tracker/scheduling/test_report.py",),
+    "tracker/scheduling/nightly_notices.py": ("tests/tracker/notifications/test_events.py",),
+    "tracker/notifications/outbox.py": (
+        "tests/tracker/notifications/test_delivery.py",
+        "tests/tracker/notifications/test_events.py",
+    ),
     "tracker/series/counts.py": ("tests/tracker/series/test_counts.py",),
     "tracker/series/latest.py": ("tests/tracker/series/test_latest.py",),
     "tracker/series/pending.py": ("tests/tracker/series/test_pending.py",),

@@ -234,6 +234,7 @@ class OutboxKind(StrEnum):
     REPLY = "reply"  # a new comment on a pull request
     REACTION = "reaction"  # a reaction to a comment
     STATUS = "status"  # a commit status on the PR's head sha
+    CHECK = "check"  # the comparison's check run on the head sha (App mode), created once, then edited
 
 
 class Arm(StrEnum):
@@ -268,3 +269,31 @@ class DeliveryState(StrEnum):
     PENDING = "pending"
     DONE = "done"
     FAILED = "failed"
+
+
+class NotificationFormat(StrEnum):
+    """The body an outgoing webhook sends (see :mod:`tracker.notifications`)."""
+
+    SLACK = "slack"  # Slack-compatible incoming-webhook JSON: text and mrkdwn blocks
+    JSON = "json"  # the event as JSON, signed with HMAC-SHA256 like GitHub's webhooks
+
+
+class NotificationEvent(StrEnum):
+    """What a notification tells."""
+
+    ALERT_CONFIRMED = "alert.confirmed"  # paired rounds confirmed a nightly alert
+    ALERT_CULPRIT = "alert.culprit"  # bisection named a confirmed alert's culprit commit
+    ALERT_FIXED = "alert.fixed"  # an alert was marked fixed by a commit
+    PR_VERDICT = "pr.verdict"  # a pull request's comparison reached its verdict
+    NIGHTLY_SUMMARY = "nightly.summary"  # what a night ran, changed, left open and saw fixed
+    TEST = "test"  # the "send a test" action
+
+
+class NotificationSubject(StrEnum):
+    """What a notification is about: the kind of the subject whose id it carries."""
+
+    ALERT = "alert"
+    GROUP = "group"  # an alert group (none sent yet; the column already takes it)
+    COMPARISON = "comparison"
+    NIGHTLY_RUN = "nightly_run"
+    SUBSCRIPTION = "subscription"  # a test delivery is about its own subscription

@@ -1,5 +1,5 @@
 """A/B comparisons of candidates in interleaved rounds, A/A calibration, output checks and their summaries.
 
-May import: queue, series, outputs, vcs, catalog, observability, access, statistics, models, db,
-settings, errors and enums.
+May import: queue, series, outputs, notifications, vcs, catalog, observability, access, statistics,
+models, db, settings, errors and enums.
 """

@@ -1,5 +1,5 @@
-"""Change detection on series: alerts, their log, paired confirmation, bisection, triage.
+"""Change detection on series: alerts, their log, paired confirmation, bisection, triage, alert groups.
 
-May import: comparisons, ingest, queue, series, outputs, vcs, catalog, observability, access, statistics,
-models, db, settings, errors and enums.
+May import: comparisons, ingest, queue, series, outputs, notifications, vcs, catalog, observability,
+access, statistics, models, db, settings, errors and enums.
 """

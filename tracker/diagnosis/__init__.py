@@ -12,6 +12,6 @@ the runs set-based, and :mod:`evidence_loading` an evidence run's log and trace 
 kept of them. Nothing here changes a row: an evidence row's states (linked at upload, read, given
 up) are :mod:`tracker.workflows.evidence` and :mod:`tracker.workflows.evidence_reading`.
 
-May import: comparisons, ingest, queue, series, outputs, vcs, catalog, observability, access, statistics,
-models, db, settings, errors and enums.
+May import: comparisons, ingest, queue, series, outputs, notifications, vcs, catalog, observability,
+access, statistics, models, db, settings, errors and enums.
 """

@@ -1,5 +1,5 @@
 """Storing results: limits, redaction, measurement conditions, each run written once.
 
-May import: queue, series, outputs, vcs, catalog, observability, access, statistics, models, db,
-settings, errors and enums.
+May import: queue, series, outputs, notifications, vcs, catalog, observability, access, statistics,
+models, db, settings, errors and enums.
 """

@@ -10,6 +10,7 @@ from tracker.models.catalog import CarriedPatch, Case, CaseHardware, HardwareKin
 from tracker.models.detection import (
     Alert,
     AlertEvent,
+    AlertGroup,
     BisectionStep,
     Calibration,
     Comparison,
@@ -18,6 +19,7 @@ from tracker.models.detection import (
 )
 from tracker.models.evidence import EvidenceJob, RunFile
 from tracker.models.jobs import Job, JobAttempt
+from tracker.models.notifications import NotificationOutbox, NotificationSubscription
 from tracker.models.outputs import RunOutput, RunOutputFrame
 from tracker.models.runs import Run, RunArtifacts, RunStage, SeriesCount, SeriesLatest
 from tracker.models.vcs import Candidate, CandidatePatch, Commit
@@ -25,6 +27,7 @@ from tracker.models.vcs import Candidate, CandidatePatch, Commit
 __all__ = [
     "Alert",
     "AlertEvent",
+    "AlertGroup",
     "ApiToken",
     "Base",
     "BisectionStep",
@@ -45,6 +48,8 @@ __all__ = [
     "Job",
     "JobAttempt",
     "NightlyRun",
+    "NotificationOutbox",
+    "NotificationSubscription",
     "PendingEvaluation",
     "Repository",
     "Run",

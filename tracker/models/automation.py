@@ -86,7 +86,7 @@ class GithubOutbox(Base):
 
     id: Mapped[int_pk]
     kind: Mapped[OutboxKind] = mapped_column(
-        str_enum(OutboxKind, "outbox_kind"), nullable=False, comment="comment, reply, reaction, status"
+        str_enum(OutboxKind, "outbox_kind"), nullable=False, comment="comment, reply, reaction, status, check"
     )
     repository: Mapped[str] = mapped_column(String(255), nullable=False, comment="owner/name")
     target: Mapped[str] = mapped_column(
@@ -131,6 +131,9 @@ class NightlyRun(Base):
     details: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     reported_at: Mapped[dt.datetime | None] = mapped_column(
         UTCDateTime(), comment="when its summary went to the tracking issue"
+    )
+    notified_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="when its summary was queued to the notification subscriptions"
     )
     created_at: Mapped[created_at]
 

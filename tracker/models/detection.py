@@ -83,11 +83,17 @@ class Alert(Base):
     output_ssim: Mapped[float | None] = mapped_column(
         Float, comment="output alerts: lowest SSIM, same frames"
     )
+    group_id: Mapped[int | None] = mapped_column(
+        ForeignKey("alert_groups.id", ondelete="SET NULL"),
+        index=True,
+        comment="NULL: a suspect, not grouped",
+    )
     created_at: Mapped[created_at]
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
     case: Mapped[Case] = relationship()
     hardware_kind: Mapped[HardwareKind] = relationship()
+    group: Mapped[AlertGroup | None] = relationship(back_populates="alerts")
     last_good_commit: Mapped[Commit | None] = relationship(foreign_keys=[last_good_commit_id])
     first_bad_commit: Mapped[Commit] = relationship(foreign_keys=[first_bad_commit_id])
     culprit_commit: Mapped[Commit | None] = relationship(foreign_keys=[culprit_commit_id])
@@ -98,6 +104,46 @@ class Alert(Base):
     bisection_steps: Mapped[list[BisectionStep]] = relationship(
         back_populates="alert", cascade="all, delete-orphan", order_by="BisectionStep.position"
     )
+
+
+class AlertGroup(Base):
+    """Alerts of one repository that one commit range moved, triaged once (docs/groups.md).
+
+    Keyed by ``culprit_commit_id`` once bisection names one; before that by the range
+    (``last_good_commit_id``, ``first_bad_commit_id``] every alert of it overlaps. Its state is
+    derived from its alerts'. A group whose alerts all moved to their culprit's group keeps its
+    row and id with ``merged_into_id`` set.
+    """
+
+    __tablename__ = "alert_groups"
+
+    id: Mapped[int_pk]
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"), nullable=False, index=True)
+    culprit_commit_id: Mapped[int | None] = mapped_column(
+        ForeignKey("commits.id"), comment="named by bisection; NULL: a range"
+    )
+    last_good_commit_id: Mapped[int | None] = mapped_column(
+        ForeignKey("commits.id"), comment="range: exclusive low end"
+    )
+    first_bad_commit_id: Mapped[int] = mapped_column(
+        ForeignKey("commits.id"), nullable=False, comment="range: inclusive high end"
+    )
+    assignee: Mapped[str] = mapped_column(
+        String(255), nullable=False, default="", server_default="", comment="who"
+    )
+    issue_url: Mapped[str | None] = mapped_column(String(512), comment="a linked issue or PR")
+    merged_into_id: Mapped[int | None] = mapped_column(
+        ForeignKey("alert_groups.id", ondelete="SET NULL"), comment="the group its alerts moved to"
+    )
+    created_at: Mapped[created_at]
+    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+    repository: Mapped[Repository] = relationship()
+    culprit_commit: Mapped[Commit | None] = relationship(foreign_keys=[culprit_commit_id])
+    last_good_commit: Mapped[Commit | None] = relationship(foreign_keys=[last_good_commit_id])
+    first_bad_commit: Mapped[Commit] = relationship(foreign_keys=[first_bad_commit_id])
+    merged_into: Mapped[AlertGroup | None] = relationship(remote_side="AlertGroup.id")
+    alerts: Mapped[list[Alert]] = relationship(back_populates="group", order_by="Alert.id")
 
 
 class AlertEvent(Base):
@@ -174,6 +220,9 @@ class Comparison(Base):
     github_comment_id: Mapped[int | None] = mapped_column(BigInteger, comment="the bot's one comment")
     github_repository: Mapped[str | None] = mapped_column(String(255), comment="owner/name of the PR")
     head_sha: Mapped[str | None] = mapped_column(String(40), comment="PR head the comparison measured")
+    github_check_run_id: Mapped[int | None] = mapped_column(
+        BigInteger, comment="the check run on the head (App mode), created once and edited"
+    )
     reruns_stopped_at: Mapped[dt.datetime | None] = mapped_column(
         UTCDateTime(), comment="/perf cancel after it ended: pushes re-run nothing until the next /perf"
     )

@@ -10,9 +10,11 @@ from web.api import (
     claims,
     comparisons,
     github,
+    groups,
     hardware,
     jobs,
     nightly,
+    notifications,
     results,
     runners,
     runs,
@@ -30,6 +32,8 @@ api_router.include_router(runners.router)
 api_router.include_router(claims.router)
 api_router.include_router(jobs.router)
 api_router.include_router(alerts.router)
+api_router.include_router(groups.router)
 api_router.include_router(comparisons.router)
 api_router.include_router(github.router)
 api_router.include_router(nightly.router)
+api_router.include_router(notifications.router)

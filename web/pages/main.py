@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from web.deps import refuse_nul_characters
-from web.pages import account, alerts, comparisons, outputs, overview, runs, series
+from web.pages import account, alerts, comparisons, groups, outputs, overview, runs, series
 from web.pages.commits import router as commits_router
 from web.pages.fleet import router as fleet_router
 from web.pages.nightly import router as nightly_router
+from web.pages.notifications import router as notifications_router
 
 # A NUL in a path or query is a 422 here too (PostgreSQL cannot compare text with one).
 pages_router = APIRouter(include_in_schema=False, dependencies=[Depends(refuse_nul_characters)])
@@ -20,5 +21,7 @@ pages_router.include_router(commits_router)
 pages_router.include_router(fleet_router)
 pages_router.include_router(account.router)
 pages_router.include_router(alerts.router)
+pages_router.include_router(groups.router)
 pages_router.include_router(comparisons.router)
 pages_router.include_router(nightly_router)
+pages_router.include_router(notifications_router)
