@@ -112,8 +112,10 @@ SEEDED = {
     "/api/v1/alerts": "/api/v1/alerts",
     "/api/v1/calibrations": "/api/v1/calibrations",
     "/api/v1/groups": "/api/v1/groups",
+    "/api/v1/nights": "/api/v1/nights",  # with nights: tests/web/api/test_nights.py
 }
-THIN = {"/api/v1/alerts", "/api/v1/calibrations", "/api/v1/groups"}  # seeded with fewer than cap + 1 items
+# seeded with fewer than cap + 1 items
+THIN = {"/api/v1/alerts", "/api/v1/calibrations", "/api/v1/groups", "/api/v1/nights"}
 
 
 def _count(payload: Any) -> int:

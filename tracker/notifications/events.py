@@ -301,7 +301,7 @@ def nightly_notice(*, session: Session, run: NightlyRun, facts: NightlyFacts) ->
         subject_id=run.id,
         title=f"Nightly {run.schedule} for {when}",
         lines=tuple(lines),
-        path="/nightly",
+        path=f"/nights/{run.id}",
         details={
             "nightly_run_id": run.id,
             "schedule": run.schedule,

@@ -1,6 +1,7 @@
 """The nightly summary as a notification: once every job of a nightly has ended (or the nightly
 could not start), one ``nightly.summary`` event says what ran, what changed, what is still open and
-what got fixed. ``nightly_runs.notified_at`` makes each nightly told once, whichever process leads;
+what got fixed (:class:`tracker.scheduling.summary.NightSummary`, which its page shows too).
+``nightly_runs.notified_at`` makes each nightly told once, whichever process leads;
 it is set also when no subscription wants the event, so nothing is told late when one is added.
 """
 
@@ -11,21 +12,19 @@ from collections.abc import Callable
 from typing import Protocol
 
 import httpx
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session, selectinload, sessionmaker
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db
-from tracker.detection.triage import in_state
-from tracker.enums import AlertState, AlertStatus, JobState, NotificationEvent
-from tracker.models import Alert, AlertEvent, NightlyRun
-from tracker.notifications.events import NightlyFacts, listening, nightly_notice, notify
+from tracker.enums import JobState, NotificationEvent
+from tracker.models import NightlyRun
+from tracker.notifications.events import listening, nightly_notice, notify
 from tracker.notifications.outbox import FlushReport, flush_notifications
-from tracker.scheduling.summary import NightlyRunView, nightly_run_view
+from tracker.scheduling.summary import night_summary, nightly_run_view
 from tracker.settings import Settings
 
 NOTICE_WINDOW = dt.timedelta(days=3)  # older nightlies (before notifications existed) are not told
 _RUNNING = frozenset({JobState.QUEUED.value, JobState.LEASED.value})
-_FIXED_SHOWN = 20
 
 
 def notify_finished_nightlies(*, session: Session, now: dt.datetime) -> list[int]:
@@ -43,62 +42,13 @@ def notify_finished_nightlies(*, session: Session, now: dt.datetime) -> list[int
         if run.error is None and (not view.jobs_by_state or _RUNNING & view.jobs_by_state.keys()):
             continue  # still measuring (or its jobs are not visible yet)
         if wanted:
-            notice = nightly_notice(session=session, run=run, facts=nightly_facts(session, view))
+            facts = night_summary(session=session, view=view).facts()
+            notice = nightly_notice(session=session, run=run, facts=facts)
             notify(session=session, notice=notice)
         run.notified_at = now
         told.append(run.id)
     session.flush()
     return told
-
-
-def nightly_facts(session: Session, view: NightlyRunView) -> NightlyFacts:
-    """What one finished nightly's summary says."""
-    run = view.run
-    open_alerts = session.scalar(select(func.count(Alert.id)).where(*in_state(AlertState.OPEN))) or 0
-    return NightlyFacts(
-        jobs_by_state=dict(view.jobs_by_state),
-        failed=len(view.failed_jobs),
-        changed=[_alert_line(alert) for alert in view.alerts],
-        open_alerts=open_alerts,
-        fixed=_fixed_since(session, _previous_fire(session, run)),
-    )
-
-
-def _previous_fire(session: Session, run: NightlyRun) -> dt.datetime:
-    """When the schedule fired before ``run`` (a day before it for the first)."""
-    previous = session.scalar(
-        select(NightlyRun.fired_at)
-        .where(NightlyRun.schedule == run.schedule, NightlyRun.fired_at < run.fired_at)
-        .order_by(NightlyRun.fired_at.desc())
-        .limit(1)
-    )
-    return previous or run.fired_at - dt.timedelta(days=1)
-
-
-def _fixed_since(session: Session, since: dt.datetime) -> list[str]:
-    """One line per alert that became fixed since ``since``."""
-    alerts = session.scalars(
-        select(Alert)
-        .join(AlertEvent, AlertEvent.alert_id == Alert.id)
-        .where(
-            AlertEvent.to_status == AlertStatus.FIXED,
-            AlertEvent.from_status != AlertStatus.FIXED,
-            AlertEvent.created_at >= since,
-            Alert.status == AlertStatus.FIXED,
-        )
-        .options(selectinload(Alert.case), selectinload(Alert.hardware_kind))
-        .order_by(Alert.id)
-        .distinct()
-        .limit(_FIXED_SHOWN)
-    ).all()
-    return [_alert_line(alert) for alert in alerts]
-
-
-def _alert_line(alert: Alert) -> str:
-    return (
-        f"alert {alert.id}: {alert.direction.value} {alert.change_pct:+.1f} % on "
-        f"{alert.case.slug} / {alert.hardware_kind.name}"
-    )
 
 
 class Notifying(Protocol):

@@ -9,14 +9,19 @@ import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
+from tracker.detection.triage import in_state
 from tracker.diagnosis.facts import Finding
 from tracker.diagnosis.loading import alert_diagnoses
-from tracker.enums import JobReason, JobState
-from tracker.models import Alert, Candidate, Case, Commit, Job, NightlyRun
+from tracker.enums import AlertState, AlertStatus, JobReason, JobState
+from tracker.errors import NotFound
+from tracker.models import Alert, AlertEvent, Candidate, Case, Commit, Job, NightlyRun
+from tracker.notifications.events import NightlyFacts
 from tracker.views.alert_display import AlertDisplay, alert_displays
+
+_FIXED_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class NightlyRunView:
     run: NightlyRun
     commit_title: str = ""
     jobs_by_state: dict[str, int] = field(default_factory=dict)
+    measured: list[tuple[str, str]] = field(default_factory=list)  # (case slug, hardware), sorted
     failed_jobs: list[FailedJob] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
     diagnoses: dict[int, list[Finding]] = field(default_factory=dict)  # by alert id
@@ -126,6 +132,7 @@ def _view(
                 .order_by(Job.id)
             ).all()
             view.jobs_by_state = dict(Counter(job.state.value for job in jobs))
+            view.measured = sorted({(job.case.slug, job.hardware_kind.name) for job in jobs})
             view.failed_jobs = [
                 FailedJob(
                     job_id=job.id,
@@ -150,3 +157,87 @@ def _view(
         query = query.where(Case.suite == suite)
     view.alerts = list(session.scalars(query))
     return view
+
+
+@dataclass
+class NightSummary:
+    """One night as its page and its ``nightly.summary`` notification both tell it: what ran
+    (``view``: the series measured, the jobs by state, the failures), what changed (the alerts
+    created that night), what is still open and what got fixed since the nightly before."""
+
+    view: NightlyRunView
+    open_alerts: int
+    fixed: list[Alert]
+
+    def facts(self) -> NightlyFacts:
+        """The notification's content, line for line what the page shows."""
+        return NightlyFacts(
+            jobs_by_state=dict(self.view.jobs_by_state),
+            failed=len(self.view.failed_jobs),
+            changed=[alert_line(alert) for alert in self.view.alerts],
+            open_alerts=self.open_alerts,
+            fixed=[alert_line(alert) for alert in self.fixed],
+        )
+
+
+def night_summary(*, session: Session, view: NightlyRunView) -> NightSummary:
+    """The summary of the night ``view`` shows (see :func:`nightly_run_view`)."""
+    open_alerts = session.scalar(select(func.count(Alert.id)).where(*in_state(AlertState.OPEN))) or 0
+    fixed = _fixed_since(session, _previous_fire(session, view.run))
+    return NightSummary(view=view, open_alerts=open_alerts, fixed=fixed)
+
+
+def get_night(*, session: Session, run_id: int) -> NightSummary:
+    """The summary of nightly run ``run_id``; :class:`NotFound` when there is none."""
+    run = session.get(NightlyRun, run_id)
+    if run is None:
+        raise NotFound(f"no nightly run {run_id}")
+    return night_summary(session=session, view=nightly_run_view(session=session, run=run))
+
+
+def list_nights(*, session: Session, limit: int) -> list[NightlyRun]:
+    """Every schedule's nightly runs, newest first."""
+    return list(
+        session.scalars(
+            select(NightlyRun).order_by(NightlyRun.fired_at.desc(), NightlyRun.id.desc()).limit(limit)
+        )
+    )
+
+
+def alert_line(alert: Alert) -> str:
+    """An alert in one line: its id, direction, size, case and hardware."""
+    return (
+        f"alert {alert.id}: {alert.direction.value} {alert.change_pct:+.1f} % on "
+        f"{alert.case.slug} / {alert.hardware_kind.name}"
+    )
+
+
+def _previous_fire(session: Session, run: NightlyRun) -> dt.datetime:
+    """When the schedule fired before ``run`` (a day before it for the first)."""
+    previous = session.scalar(
+        select(NightlyRun.fired_at)
+        .where(NightlyRun.schedule == run.schedule, NightlyRun.fired_at < run.fired_at)
+        .order_by(NightlyRun.fired_at.desc())
+        .limit(1)
+    )
+    return previous or run.fired_at - dt.timedelta(days=1)
+
+
+def _fixed_since(session: Session, since: dt.datetime) -> list[Alert]:
+    """The alerts that became fixed since ``since`` (at most ``_FIXED_SHOWN``)."""
+    return list(
+        session.scalars(
+            select(Alert)
+            .join(AlertEvent, AlertEvent.alert_id == Alert.id)
+            .where(
+                AlertEvent.to_status == AlertStatus.FIXED,
+                AlertEvent.from_status != AlertStatus.FIXED,
+                AlertEvent.created_at >= since,
+                Alert.status == AlertStatus.FIXED,
+            )
+            .options(selectinload(Alert.case), selectinload(Alert.hardware_kind))
+            .order_by(Alert.id)
+            .distinct()
+            .limit(_FIXED_SHOWN)
+        )
+    )

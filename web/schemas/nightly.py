@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 
 from tracker.detection.output_alerts import alert_kind, output_alert_view
 from tracker.diagnosis.facts import Finding
-from tracker.models import Alert
-from tracker.scheduling.summary import FailedJob, NightlyRunView, ScheduleSummary
+from tracker.models import Alert, NightlyRun
+from tracker.scheduling.summary import FailedJob, NightlyRunView, NightSummary, ScheduleSummary, alert_line
 from tracker.views.alert_display import AlertDisplay
 from web.schemas.alerts import AlertFigureOut, PairedEstimateOut, display_fields
 from web.schemas.diagnosis import FindingOut
@@ -137,3 +137,65 @@ class NightlyScheduleOut(BaseModel):
     def of(cls, summary: ScheduleSummary) -> NightlyScheduleOut:
         """From the summary of one schedule."""
         return cls(schedule=summary.schedule, runs=[NightlyRunOut.of(view) for view in summary.runs])
+
+
+class NightOut(BaseModel):
+    """A night in the list of nights."""
+
+    id: int
+    url: str = Field(description="its page")
+    schedule: str
+    fired_at: dt.datetime
+    branch: str
+    commit_sha: str | None
+    error: str | None
+
+    @classmethod
+    def of(cls, run: NightlyRun) -> NightOut:
+        """From the ORM object."""
+        return cls(
+            id=run.id,
+            url=f"/nights/{run.id}",
+            schedule=run.schedule,
+            fired_at=run.fired_at,
+            branch=run.branch,
+            commit_sha=run.commit_sha,
+            error=run.error,
+        )
+
+
+class MeasuredOut(BaseModel):
+    """A series a night measured."""
+
+    case: str
+    hardware: str
+
+
+class FixedAlertOut(BaseModel):
+    """An alert fixed since the night before."""
+
+    id: int
+    url: str
+    line: str = Field(description="as the nightly.summary notification says it")
+
+
+class NightDetailOut(BaseModel):
+    """One night, as its page and its nightly.summary notification tell it."""
+
+    run: NightlyRunOut = Field(description="what ran and what changed (alerts created that night)")
+    measured: list[MeasuredOut] = Field(description="the cases × hardware its nightly jobs measured")
+    open_alerts: int = Field(description="alerts still open now")
+    fixed: list[FixedAlertOut] = Field(description="alerts fixed since the night before")
+
+    @classmethod
+    def of(cls, summary: NightSummary) -> NightDetailOut:
+        """From the night's summary."""
+        return cls(
+            run=NightlyRunOut.of(summary.view),
+            measured=[MeasuredOut(case=case, hardware=hardware) for case, hardware in summary.view.measured],
+            open_alerts=summary.open_alerts,
+            fixed=[
+                FixedAlertOut(id=alert.id, url=f"/alerts/{alert.id}", line=alert_line(alert))
+                for alert in summary.fixed
+            ],
+        )

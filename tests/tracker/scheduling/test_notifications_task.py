@@ -45,6 +45,7 @@ def test_the_task_tells_a_finished_nightly_once_with_a_link(session: Session, se
     assert send_notifications(service, client=receiver.client()).sent == 0
     [body] = receiver.bodies()
     assert body["event"] == "nightly.summary"
-    assert body["url"] == "https://perf.example.org/nightly"
+    run_id = session.scalars(select(NightlyRun.id)).one()
+    assert body["url"] == f"https://perf.example.org/nights/{run_id}"
     session.expire_all()
     assert session.scalars(select(NightlyRun.notified_at)).one() == FIRED + dt.timedelta(hours=1)
