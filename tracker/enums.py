@@ -235,6 +235,7 @@ class OutboxKind(StrEnum):
     REACTION = "reaction"  # a reaction to a comment
     STATUS = "status"  # a commit status on the PR's head sha
     CHECK = "check"  # the comparison's check run on the head sha (App mode), created once, then edited
+    CULPRIT = "culprit"  # a group's one comment on its culprit's merged PR, created once, then edited
 
 
 class Arm(StrEnum):

@@ -156,6 +156,10 @@ class Settings(BaseSettings):
     # (CheckPolicy), overridden per repository by github_check_policies (keys owner/name).
     github_check_policy: CheckPolicy = Field(default_factory=lambda: CheckPolicy())
     github_check_policies: dict[str, CheckPolicy] = Field(default_factory=dict)
+    # A confirmed group whose culprit came from a pull request is told on that PR, in one comment
+    # edited as the group grows (docs/github-bot.md); overridden per repository (keys owner/name).
+    github_tell_culprits: bool = True
+    github_tell_culprits_repositories: dict[str, bool] = Field(default_factory=dict)
     # Handled webhook deliveries are kept this long (GitHub lets one redeliver for 3 days).
     github_delivery_retention_days: int = Field(default=14, ge=3)
     # owner/name#NUMBER: after each nightly ends, a summary comment goes to this issue.
@@ -236,6 +240,13 @@ class Settings(BaseSettings):
     def git_cache_dir(self) -> Path:
         """Where the tracker keeps blob-less mirrors of tracked repositories, for bisection."""
         return self.data_dir / "git"
+
+    def tells_culprits(self, repository: str) -> bool:
+        """Whether the bot comments on the culprit's pull request of ``repository`` (owner/name, its
+        own entry in ``github_tell_culprits_repositories`` compared without case, else the default)."""
+        wanted = repository.lower()
+        found = (on for name, on in self.github_tell_culprits_repositories.items() if name.lower() == wanted)
+        return next(found, self.github_tell_culprits)
 
     @property
     def is_sqlite(self) -> bool:

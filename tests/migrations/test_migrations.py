@@ -185,8 +185,10 @@ def _states_and_attempts(url: str) -> dict[str, Any]:
                 alert.bisection_steps.append(
                     BisectionStep(position=0, commit=commits[0], outcome="bad", job_id=job.id, created_at=t0)
                 )
-            # The kinds 0014 knows: 0026 refuses to go below itself while a check row is stored.
-            for outbox_kind in [kind for kind in OutboxKind if kind is not OutboxKind.CHECK]:
+            # The kinds 0014 knows: 0026 (0027) refuses to go below itself while a check (culprit)
+            # row is stored.
+            later = (OutboxKind.CHECK, OutboxKind.CULPRIT)
+            for outbox_kind in [kind for kind in OutboxKind if kind not in later]:
                 outbox.queue(session=session, kind=outbox_kind, repository="o/r", target=7)
             session.flush()
             return {

@@ -11,6 +11,8 @@ succeeds. Kinds:
 - ``status``: a commit status on the PR's head sha.
 - ``check``: the comparison's check run on the head sha (App mode, :mod:`tracker.github.checks`),
   created once (its id stored on the comparison) and edited in place, rendered when sent.
+- ``culprit``: an alert group's one comment on its culprit's pull request, like ``comment``, its id
+  stored on the group (:mod:`tracker.github.culprits`); dropped when the repository turns it off.
 
 A row GitHub refuses for good (400, 403 without a rate limit, 404, 410, 422: the PR or comment is gone,
 the App lost access, the payload is invalid) three times in a row is *dead*: ``dead_at`` is set, it is
@@ -35,8 +37,9 @@ from tracker.comparisons.summary import comparison_view
 from tracker.diagnosis.loading import comparison_diagnoses
 from tracker.enums import OutboxKind
 from tracker.errors import Conflict, NotFound
-from tracker.github import checks
+from tracker.github import checks, culprits
 from tracker.github.client import GithubClient, GithubError, GithubRateLimited, client_from_settings
+from tracker.github.comments import create_comment, find_marked
 from tracker.github.render import comparison_link, marker, render_comment, reply_marker
 from tracker.models import Comparison, GithubOutbox, utcnow
 from tracker.settings import Settings
@@ -219,6 +222,10 @@ def _claim(
     if row.kind is OutboxKind.REPLY:
         find = reply_marker(row.id)
         send = replace(send, body=f"{row.payload['body']}\n\n{find}", find=find)
+    elif row.kind is OutboxKind.CULPRIT:
+        if (told := culprits.claim(session=session, settings=settings, row=row, now=now)) is None:
+            return "superseded"
+        send = replace(send, body=told.body, find=told.marker, comment_id=told.comment_id)
     elif row.kind in (OutboxKind.COMMENT, OutboxKind.CHECK):
         comparison = session.get(Comparison, row.comparison_id) if row.comparison_id is not None else None
         if comparison is None:  # the comparison was deleted: nothing to report any more
@@ -246,7 +253,9 @@ def _sent(*, session: Session, send: _Send, comment_id: int | None, now: dt.date
     if row is not None:
         row.attempts += 1
         row.done_at = now
-    if comment_id is not None and send.comparison_id is not None:
+    if comment_id is not None and send.kind is OutboxKind.CULPRIT:
+        culprits.remember_comment(session=session, payload=send.payload, comment_id=comment_id)
+    elif comment_id is not None and send.comparison_id is not None:
         comparison = session.get(Comparison, send.comparison_id)
         if comparison is not None and send.kind is OutboxKind.CHECK:
             comparison.github_check_run_id = comment_id
@@ -296,6 +305,8 @@ def revive(*, session: Session, row_id: int) -> GithubOutbox:
 
 
 def _superseded(session: Session, row: GithubOutbox) -> bool:
+    if row.kind is OutboxKind.CULPRIT:
+        return culprits.superseded(session, row)
     if row.kind not in (OutboxKind.COMMENT, OutboxKind.CHECK) or row.comparison_id is None:
         return False
     newer = session.scalar(
@@ -318,8 +329,8 @@ def _send(*, client: GithubClient, settings: Settings, send: _Send) -> int | Non
         client.remember_installation(repository, installation_id)
     if send.kind is OutboxKind.REPLY:
         # After a try whose outcome is unknown (a 5xx, a timeout) the reply may be there already.
-        if not send.tried_before or _find_marked(client, repository, send.target, send.find) is None:
-            _create_comment(client, repository, send.target, send.body)
+        if not send.tried_before or find_marked(client, repository, send.target, send.find) is None:
+            create_comment(client, repository, send.target, send.body)
     elif send.kind is OutboxKind.REACTION:
         client.request(
             "POST",
@@ -339,7 +350,7 @@ def _send(*, client: GithubClient, settings: Settings, send: _Send) -> int | Non
         client.request(
             "POST", f"/repos/{repository}/statuses/{send.target}", repository=repository, json=body
         )
-    elif send.kind is OutboxKind.COMMENT:
+    elif send.kind in (OutboxKind.COMMENT, OutboxKind.CULPRIT):
         return _upsert_comment(client=client, send=send)
     elif send.kind is OutboxKind.CHECK:
         if send.check is None or not client.is_app:
@@ -357,7 +368,7 @@ def _upsert_comment(*, client: GithubClient, send: _Send) -> int:
     repository = send.repository
     comment_id = send.comment_id
     if comment_id is None:
-        comment_id = _find_marked(client, repository, send.target, send.find)
+        comment_id = find_marked(client, repository, send.target, send.find)
     if comment_id is not None:
         try:
             client.request(
@@ -371,29 +382,4 @@ def _upsert_comment(*, client: GithubClient, send: _Send) -> int:
             if error.status != 404:
                 raise
             # Deleted by someone: post a new one below.
-    return _create_comment(client, repository, send.target, send.body)
-
-
-def _create_comment(client: GithubClient, repository: str, number: str, body: str) -> int:
-    created = client.request(
-        "POST", f"/repos/{repository}/issues/{number}/comments", repository=repository, json={"body": body}
-    )
-    return int(created["id"])
-
-
-def _find_marked(client: GithubClient, repository: str, number: str, text: str) -> int | None:
-    """The id of the PR comment that carries ``text`` (the bot's marker), looking through its pages."""
-    for page in range(1, 11):
-        comments = client.request(
-            "GET",
-            f"/repos/{repository}/issues/{number}/comments?per_page=100&page={page}",
-            repository=repository,
-        )
-        if not comments:
-            return None
-        for comment in comments:
-            if text in str(comment.get("body", "")):
-                return int(comment["id"])
-        if len(comments) < 100:
-            return None
-    return None
+    return create_comment(client, repository, send.target, send.body)

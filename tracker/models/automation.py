@@ -86,7 +86,9 @@ class GithubOutbox(Base):
 
     id: Mapped[int_pk]
     kind: Mapped[OutboxKind] = mapped_column(
-        str_enum(OutboxKind, "outbox_kind"), nullable=False, comment="comment, reply, reaction, status, check"
+        str_enum(OutboxKind, "outbox_kind"),
+        nullable=False,
+        comment="comment, reply, reaction, status, check, culprit",
     )
     repository: Mapped[str] = mapped_column(String(255), nullable=False, comment="owner/name")
     target: Mapped[str] = mapped_column(

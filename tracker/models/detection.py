@@ -135,6 +135,9 @@ class AlertGroup(Base):
     merged_into_id: Mapped[int | None] = mapped_column(
         ForeignKey("alert_groups.id", ondelete="SET NULL"), comment="the group its alerts moved to"
     )
+    github_comment_id: Mapped[int | None] = mapped_column(
+        BigInteger, comment="the bot's comment on the culprit's pull request, edited as the group grows"
+    )
     created_at: Mapped[created_at]
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 

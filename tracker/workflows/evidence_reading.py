@@ -34,7 +34,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db
 from tracker.diagnosis.evidence_loading import EvidenceInput, evidence_input, read_evidence
-from tracker.models import EvidenceJob, utcnow
+from tracker.github.culprits import tell_culprit
+from tracker.models import Alert, EvidenceJob, utcnow
 
 logger = logging.getLogger(__name__)
 PENDING_LIMIT = 20  # rows read per pass; the next pass (or follow-up) takes the rest
@@ -157,4 +158,7 @@ def store_evidence_summary(
     link.summarized_at = now
     link.reading_until = None
     session.flush()
+    if link.alert_id is not None:  # the diagnosis grew: the culprit's pull request sees it
+        alert = session.get(Alert, link.alert_id)
+        tell_culprit(session=session, group=alert.group if alert is not None else None)
     return True

@@ -23,6 +23,7 @@ from tracker.detection.confirmation import settle_confirmation
 from tracker.detection.output_alerts import evaluate_outputs
 from tracker.enums import ComparisonKind, ComparisonState, JobReason, NotificationEvent
 from tracker.github import status as github_status
+from tracker.github.culprits import tell_culprit
 from tracker.models import Alert, Candidate, Case, Comparison, HardwareKind, Job, Run
 from tracker.notifications.events import tell_alert, tell_comparison
 from tracker.observability.metrics import timed_detection
@@ -157,9 +158,12 @@ def _culprit_named(session: Session, alert_id: int | None) -> None:
 
 
 def _culprit_found(session: Session, alert: Alert) -> None:
+    """An alert confirmed, or its culprit named: its evidence runs, its subscriptions told, and the
+    pull request its group's culprit came from told (once per group, edited as the group grows)."""
     queue_culprit_evidence(session=session, alert=alert)
     if alert.culprit_commit_id is not None:
         tell_alert(session=session, alert=alert, event=NotificationEvent.ALERT_CULPRIT)
+    tell_culprit(session=session, group=alert.group)
 
 
 def _is_plain(session: Session, candidate_id: int) -> bool:
