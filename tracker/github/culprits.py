@@ -112,7 +112,7 @@ def culprit_comment(*, session: Session, group: AlertGroup, public_url: str | No
             f"culprit ({named})."
         ),
         "",
-        "| case | GPU | metric | change | 95 % paired interval |",
+        "| case | GPU | metric | change | paired interval (95 % one-sided bounds) |",
         "|---|---|---|---|---|",
     ]
     lines += [_row(alert) for alert in alerts]
