@@ -6,8 +6,10 @@ Every value can be set by an environment variable with the ``PERFTRACK_`` prefix
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -160,6 +162,10 @@ class Settings(BaseSettings):
     # edited as the group grows (docs/github-bot.md); overridden per repository (keys owner/name).
     github_tell_culprits: bool = True
     github_tell_culprits_repositories: dict[str, bool] = Field(default_factory=dict)
+    # A group whose alerts were first confirmed longer ago than this is not told on its culprit's PR,
+    # and a culprit comment still unsent this long after it was queued is dropped: no late comments
+    # on old pull requests (a server given GitHub credentials later, a long outage).
+    github_culprit_max_age_days: int = Field(default=7, ge=1)
     # Handled webhook deliveries are kept this long (GitHub lets one redeliver for 3 days).
     github_delivery_retention_days: int = Field(default=14, ge=3)
     # owner/name#NUMBER: after each nightly ends, a summary comment goes to this issue.
@@ -249,9 +255,39 @@ class Settings(BaseSettings):
         return next(found, self.github_tell_culprits)
 
     @property
+    def has_github_credentials(self) -> bool:
+        """Whether the bot can write to GitHub: an App (id and private key) or a token is set."""
+        app = self.github_app_id is not None and self.github_app_private_key is not None
+        return app or self.github_token is not None
+
+    def culprit_telling(self) -> CulpritTelling:
+        """Whether a culprit's pull request is told, as these settings say (docs/github-bot.md)."""
+        return CulpritTelling(
+            can_send=self.has_github_credentials,
+            max_age=dt.timedelta(days=self.github_culprit_max_age_days),
+            turned_on=self.tells_culprits,
+        )
+
+    @property
     def is_sqlite(self) -> bool:
         """Whether the database is an SQLite file (the embedded default)."""
         return self.effective_database_url.startswith("sqlite")
+
+
+@dataclass(frozen=True)
+class CulpritTelling:
+    """Whether this server tells culprits' pull requests (:mod:`tracker.github.culprits`): it can write
+    to GitHub, the repository has telling on, and the news is at most ``max_age`` old. Made by
+    :meth:`Settings.culprit_telling` where the settings are known and handed down to the workflows;
+    a caller with none passes ``None``: nothing is told."""
+
+    can_send: bool
+    max_age: dt.timedelta
+    turned_on: Callable[[str], bool]  # per repository (owner/name)
+
+    def tells(self, repository: str) -> bool:
+        """Whether a comment on a pull request of ``repository`` can be sent."""
+        return self.can_send and self.turned_on(repository)
 
 
 @lru_cache(maxsize=1)

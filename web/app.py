@@ -105,7 +105,11 @@ def _lifespan(
         if scheduler is not None:
             scheduler.start()  # elects a leader among all processes; only the leader schedules
         elif housekeeping:  # claims expire no lease, batches evaluate no series: without a scheduler, we do
-            housekeeper = Housekeeper(engine, history=GitHistory(settings.git_cache_dir))
+            housekeeper = Housekeeper(
+                engine,
+                history=GitHistory(settings.git_cache_dir),
+                telling=settings.culprit_telling(),
+            )
             housekeeper.start()
         try:
             yield

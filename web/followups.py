@@ -54,7 +54,12 @@ def _start_bisections(state: AppState, history: GitHistory) -> None:
 
 def _summarize_evidence(state: AppState) -> None:
     try:
-        summarize_pending(sessions=state.sessions, read_sessions=state.read_sessions, clock=state.clock)
+        summarize_pending(
+            sessions=state.sessions,
+            read_sessions=state.read_sessions,
+            clock=state.clock,
+            telling=state.settings.culprit_telling(),
+        )
     except Exception:  # after the answer nobody hears it; the scheduler tries again
         logger.exception("reading evidence runs after the answer failed")
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import typer
 from rich.table import Table
 
-from perftrack.cli.common import console, database_session, start_queued_bisections
+from perftrack.cli.common import console, database_session, settings, start_queued_bisections
 from tracker.detection.triage import alert_state, list_alerts
 from tracker.models import Alert, utcnow
 from tracker.views.alert_display import AlertDisplay, alert_displays
@@ -89,7 +89,7 @@ def list_(
 def sweep_() -> None:
     """Evaluate every series now: create, confirm or close alerts as the data says."""
     with database_session() as session:
-        report = sweep(session=session, now=utcnow())
+        report = sweep(session=session, now=utcnow(), telling=settings().culprit_telling())
         console.print(f"swept {report.series} series; {len(report.alerts_touched)} alerts created or changed")
         if report.alerts_touched:
             shown = alert_displays(session=session, alerts=report.alerts_touched)

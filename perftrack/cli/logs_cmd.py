@@ -180,7 +180,9 @@ def _store(payload: dict[str, Any]) -> dict[str, Any]:
     limits = IngestLimits.from_settings(config)
     with database_session() as session:
         try:
-            outcome = store_result(session=session, result=result, limits=limits)
+            outcome = store_result(
+                session=session, result=result, limits=limits, telling=config.culprit_telling()
+            )
         except PerftrackError as error:
             fail(str(error))
         run = outcome.run

@@ -85,7 +85,7 @@ def import_directory(
             for chunk in _chunks(logs):
                 outcomes += _import_chunk(chunk, options, lambda payloads: _store(session, payloads))
             # As the scheduler's pending pass would: each series the logs fed, evaluated once.
-            evaluate_pending_series(session=session, now=utcnow())
+            evaluate_pending_series(session=session, now=utcnow(), telling=settings().culprit_telling())
     counts = {name: outcomes.count(name) for name in ("stored", "duplicate", "refused", UNPARSED)}
     console.print(
         f"{len(logs)} logs: {counts['stored']} stored, {counts['duplicate']} already stored, "

@@ -29,7 +29,7 @@ def test_add_list_refuse_and_delete(cli_env: str) -> None:
         "--format",
         "slack",
         "--event",
-        "alert.fixed",
+        "group.fixed",
         "--model",
         "flux-t2i",
     )
@@ -38,7 +38,7 @@ def test_add_list_refuse_and_delete(cli_env: str) -> None:
     code, output = invoke("notifications", "list")
     assert "https://hooks.example.org/…" in output
     assert "path-token" not in output
-    assert "alert.fixed" in output
+    assert "group.fixed" in output
     code, output = invoke("notifications", "add", "other", "ftp://example.org")
     assert code != 0
     assert "url: give an http:// or https:// URL" in output

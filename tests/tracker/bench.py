@@ -21,6 +21,7 @@ from tracker.ingest.results import IngestLimits
 from tracker.models import Commit, Job
 from tracker.queue.jobs import enqueue_job
 from tracker.queue.runners import register_runner
+from tracker.settings import CulpritTelling
 from tracker.vcs.commits import ensure_candidate, upsert_commit
 from tracker.vcs.history import GitHistory
 from tracker.workflows import jobs as workflow_jobs
@@ -56,8 +57,10 @@ class Bench:
         history: GitHistory | None = None,
         runner: str = "h200-sim",
         steps: Callable[[float], list[float]] | None = None,
+        telling: CulpritTelling | None = None,
     ) -> None:
         self.session = session
+        self.telling = telling  # whether culprits' pull requests are told (None: as without GitHub)
         self.case = get_current_case(session=session, slug=case)
         self.kind = get_hardware_kind(session=session, name=hardware)
         self.history = history
@@ -114,6 +117,7 @@ class Bench:
                 result=result,
                 limits=LIMITS,
                 now=self.now,
+                telling=self.telling,
             )
             self.follow_ups()
             done.append(job)
@@ -126,5 +130,5 @@ class Bench:
         self.session.flush()  # what the bench's session did is seen by the service's sessions
         sessions = sessions_beside(self.session)
         start_queued(sessions=sessions, history=self.history, clock=lambda: self.now)
-        summarize_pending(sessions=sessions, clock=lambda: self.now)
+        summarize_pending(sessions=sessions, clock=lambda: self.now, telling=self.telling)
         self.session.expire_all()  # and what they did is seen by the bench's session

@@ -62,6 +62,7 @@ def drain(bench: Bench, measure: Measure, limit: int = 200) -> list[Job]:
             result=result,
             limits=LIMITS,
             now=bench.now,
+            telling=bench.telling,
         )
         bench.follow_ups()
         done.append(job)

@@ -1,7 +1,8 @@
 """Every change to an alert leaves an event: who, when and why (status moves and notes alike).
 
-An alert that becomes ``fixed`` (by hand, or undone by a later change) is told to the notification
-subscriptions that want ``alert.fixed`` (:mod:`tracker.notifications`), in the same transaction."""
+A status move that leaves the alert's group reading ``fixed`` (every alert closed, one of them fixed;
+by hand, or undone by a later change) tells the group's ``group.fixed`` once, in the same transaction
+(:mod:`tracker.detection.group_notices`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import datetime as dt
 
 from sqlalchemy.orm import object_session
 
-from tracker.enums import AlertStatus, NotificationEvent
+from tracker.detection.group_notices import tell_if_fixed
+from tracker.enums import AlertStatus
 from tracker.models import Alert, AlertEvent
-from tracker.notifications.events import tell_alert
 
 ACTOR = "perftrack"  # events written by the tracker itself, not by a person
 
@@ -27,7 +28,7 @@ def record(
 ) -> None:
     """Append an event and apply its status (``to_status``; the same status for a note)."""
     target = to_status or alert.status
-    fixed_now = target is AlertStatus.FIXED and alert.status is not AlertStatus.FIXED and not opening
+    moved = target is not alert.status and not opening
     alert.events.append(
         AlertEvent(
             from_status=None if opening else alert.status,
@@ -40,5 +41,5 @@ def record(
     alert.status = target
     alert.updated_at = now
     session = object_session(alert)
-    if fixed_now and session is not None:
-        tell_alert(session=session, alert=alert, event=NotificationEvent.ALERT_FIXED)
+    if moved and session is not None:
+        tell_if_fixed(session=session, group=alert.group, now=now)

@@ -15,19 +15,13 @@ from sqlalchemy.sql.base import ExecutableOption
 
 from tracker.catalog.cases import get_hardware_kind
 from tracker.detection.alert_log import record
-from tracker.detection.triage import TRANSITIONS, alert_state, triage_alert
+from tracker.detection.states import STATE_PRECEDENCE as STATE_PRECEDENCE
+from tracker.detection.states import group_state as group_state
+from tracker.detection.triage import TRANSITIONS, triage_alert
 from tracker.enums import AlertState, AlertStatus, enum_values
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Alert, AlertGroup, Case, Commit
 
-# A group's state is the first of these that any of its alerts is in: open while anything is open.
-STATE_PRECEDENCE = (
-    AlertState.OPEN,
-    AlertState.ACKNOWLEDGED,
-    AlertState.FIXED,
-    AlertState.EXPECTED,
-    AlertState.INVALID,
-)
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 
 
@@ -40,12 +34,6 @@ class GroupTriage:
     fixed_by: str | None = None
     assignee: str | None = None
     issue_url: str | None = None
-
-
-def group_state(group: AlertGroup) -> AlertState:
-    """The state a group reads as, derived from its alerts' (see :data:`STATE_PRECEDENCE`)."""
-    states = {alert_state(alert) for alert in group.alerts}
-    return next((state for state in STATE_PRECEDENCE if state in states), AlertState.OPEN)
 
 
 def list_groups(

@@ -11,6 +11,8 @@ from tracker.catalog.cases import get_current_case, get_hardware_kind
 from tracker.detection import bisection
 from tracker.detection.alert_log import record
 from tracker.detection.grouping import SUSPECT_CONFIRMATIONS as SUSPECT_CONFIRMATIONS
+from tracker.detection.states import SUSPECT_STATES
+from tracker.detection.states import alert_state as alert_state
 from tracker.enums import AlertConfirmation, AlertState, AlertStatus, BisectionState, Direction, enum_values
 from tracker.errors import Conflict, InvalidInput, NotFound
 from tracker.models import Alert, Case, Commit
@@ -28,19 +30,6 @@ TRANSITIONS: dict[AlertStatus, frozenset[AlertStatus]] = {
     AlertStatus.EXPECTED: frozenset({AlertStatus.OPEN}),
 }
 CONFIRMATIONS = tuple(enum_values(AlertConfirmation))
-# What an open suspect reads as: paired rounds still deciding, or done without establishing it.
-_SUSPECT_STATES = {
-    AlertConfirmation.PENDING: AlertState.CONFIRMING,
-    AlertConfirmation.REFUTED: AlertState.UNCONFIRMED,
-    AlertConfirmation.TOO_NOISY: AlertState.UNCONFIRMED,
-}
-
-
-def alert_state(alert: Alert) -> AlertState:
-    """The state a reader should see: an open suspect is ``confirming`` or ``unconfirmed``, never ``open``."""
-    if alert.status is AlertStatus.OPEN:
-        return _SUSPECT_STATES.get(alert.confirmation, AlertState.OPEN)
-    return AlertState(alert.status.value)
 
 
 def list_alerts(
@@ -102,7 +91,7 @@ def in_state(state: AlertState) -> tuple[ColumnElement[bool], ...]:
     if state is AlertState.OPEN:
         return Alert.status == AlertStatus.OPEN, Alert.confirmation.not_in(SUSPECT_CONFIRMATIONS)
     if state in (AlertState.CONFIRMING, AlertState.UNCONFIRMED):
-        suspects = [confirmation for confirmation, shown in _SUSPECT_STATES.items() if shown is state]
+        suspects = [confirmation for confirmation, shown in SUSPECT_STATES.items() if shown is state]
         return Alert.status == AlertStatus.OPEN, Alert.confirmation.in_(suspects)
     return (Alert.status == AlertStatus(state.value),)
 

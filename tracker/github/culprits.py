@@ -6,24 +6,34 @@ culprit; the outbox renders it when it is sent (:func:`culprit_comment`), so it 
 is then. A group is told once: a row is queued only when the group's alerts (or the evidence runs
 read for their diagnosis) differ from those its last row told, and the comment is found again by
 its id or its hidden marker, so a change edits it.
+
+Only a server that can send queues it (:class:`CulpritTelling`: GitHub credentials set, telling
+culprits on for the repository), and only while it is news: a group whose alerts were first
+confirmed more than ``github_culprit_max_age_days`` ago is not told, and a row that waited longer
+than that unsent is dropped, with a log line, when a flush claims it. A server given credentials
+later therefore never comments on old pull requests.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from tracker.detection.group_notices import paired
 from tracker.detection.grouping import SUSPECT_CONFIRMATIONS
 from tracker.diagnosis.loading import alert_diagnoses
 from tracker.enums import Direction, OutboxKind
 from tracker.github.render import code, plain
 from tracker.models import Alert, AlertGroup, EvidenceJob, GithubOutbox
-from tracker.settings import Settings
+from tracker.settings import CulpritTelling, Settings
 from tracker.vcs.pulls import pull_request_of
+
+logger = logging.getLogger(__name__)
 
 FINDINGS_PER_ALERT = 3
 
@@ -38,17 +48,23 @@ def group_link(public_url: str | None, group_id: int) -> str | None:
     return f"{public_url.rstrip('/')}/groups/{group_id}" if public_url else None
 
 
-def tell_culprit(*, session: Session, group: AlertGroup | None) -> GithubOutbox | None:
+def tell_culprit(
+    *, session: Session, group: AlertGroup | None, telling: CulpritTelling | None, now: dt.datetime
+) -> GithubOutbox | None:
     """Queue the comment on the pull request the group's culprit came from, when there is one to tell
-    (a culprit, from a PR, on GitHub, confirmed alerts) and its alerts changed since it was last told."""
-    if group is None or group.culprit_commit is None or group.merged_into_id is not None:
+    (a culprit, from a PR, on GitHub, confirmed alerts), this server can send it (``telling``), its
+    alerts were first confirmed within ``telling.max_age``, and they changed since it was last told."""
+    if telling is None or group is None or group.culprit_commit is None or group.merged_into_id is not None:
         return None
     pull = pull_request_of(group.culprit_commit)
-    alert_ids = sorted(alert.id for alert in told_alerts(group))
-    if pull is None or pull.url is None or not alert_ids:  # no PR, or not on GitHub
+    alerts = told_alerts(group)
+    if pull is None or pull.url is None or not alerts:  # no PR, or not on GitHub
         return None
-    told = {"group_id": group.id, "alert_ids": alert_ids, "evidence_read": _evidence_read(session, alert_ids)}
     repository, target = "/".join(pull.url.split("/")[3:5]), str(pull.number)  # .../owner/name/pull/N
+    if not telling.tells(repository) or now - first_confirmed(alerts) > telling.max_age:
+        return None
+    alert_ids = sorted(alert.id for alert in alerts)
+    told = {"group_id": group.id, "alert_ids": alert_ids, "evidence_read": _evidence_read(session, alert_ids)}
     earlier = session.scalars(
         select(GithubOutbox)
         .where(GithubOutbox.kind == OutboxKind.CULPRIT, GithubOutbox.target == target)
@@ -68,6 +84,11 @@ def tell_culprit(*, session: Session, group: AlertGroup | None) -> GithubOutbox 
     session.add(row)
     session.flush()
     return row
+
+
+def first_confirmed(alerts: list[Alert]) -> dt.datetime:
+    """When the earliest of these alerts was first seen confirmed (opened, for one never marked)."""
+    return min(alert.confirmed_at or alert.created_at for alert in alerts)
 
 
 def _evidence_read(session: Session, alert_ids: list[int]) -> int:
@@ -140,7 +161,7 @@ def _where(alert: Alert) -> str:
 
 
 def _row(alert: Alert) -> str:
-    change, ci = _paired(alert)
+    change, ci = paired(alert)
     interval = f"[{ci[0]:+.1f}, {ci[1]:+.1f}] %" if ci is not None else "—"
     return (
         f"| {code(alert.case.slug, cell=True)} | {plain(alert.hardware_kind.name)} | "
@@ -149,19 +170,9 @@ def _row(alert: Alert) -> str:
 
 
 def _size(alert: Alert) -> str:
-    change, ci = _paired(alert)
+    change, ci = paired(alert)
     interval = f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci is not None else ""
     return f"{change:+.1f} %{interval}"
-
-
-def _paired(alert: Alert) -> tuple[float, tuple[float, float] | None]:
-    """The paired rounds' estimate and interval, else detection's estimate and no interval."""
-    change = alert.evidence.get("paired_change_pct")
-    ci = alert.evidence.get("paired_ci_pct")
-    interval = None
-    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(bound, int | float) for bound in ci):
-        interval = (float(ci[0]), float(ci[1]))
-    return (float(change) if isinstance(change, int | float) else alert.change_pct), interval
 
 
 @dataclass(frozen=True)
@@ -175,11 +186,20 @@ class Told:
 
 def claim(*, session: Session, settings: Settings, row: GithubOutbox, now: dt.datetime) -> Told | None:
     """Render a claimed ``culprit`` row; None, the row marked done unsent, when its group is gone or
-    merged or the repository's setting turns telling culprits off."""
+    merged, the repository's setting turns telling culprits off, or it waited unsent longer than
+    ``github_culprit_max_age_days`` (logged: a comment that late would reach an old pull request)."""
     group = session.get(AlertGroup, row.payload.get("group_id"))
-    gone = group is None or not told_alerts(group)
-    if group is None or gone or not settings.tells_culprits(row.repository):
-        row.last_error = "not sent: the group is gone or merged" if gone else "not sent: turned off"
+    max_age = dt.timedelta(days=settings.github_culprit_max_age_days)
+    why = None
+    if group is None or not told_alerts(group):
+        why = "the group is gone or merged"
+    elif not settings.tells_culprits(row.repository):
+        why = "turned off"
+    elif now - row.created_at > max_age:
+        why = f"queued {row.created_at:%Y-%m-%d %H:%M} UTC, unsent for longer than {max_age.days} days"
+        logger.warning("culprit comment on %s#%s dropped: %s", row.repository, row.target, why)
+    if group is None or why is not None:
+        row.last_error = f"not sent: {why}"
         row.attempts += 1
         row.done_at = now
         return None

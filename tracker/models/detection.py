@@ -88,6 +88,9 @@ class Alert(Base):
         index=True,
         comment="NULL: a suspect, not grouped",
     )
+    confirmed_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="UTC, first seen confirmed in a group; NULL: not yet (told once per group)"
+    )
     created_at: Mapped[created_at]
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
@@ -137,6 +140,16 @@ class AlertGroup(Base):
     )
     github_comment_id: Mapped[int | None] = mapped_column(
         BigInteger, comment="the bot's comment on the culprit's pull request, edited as the group grows"
+    )
+    # When each group event happened, and so was told (docs/notifications.md): set once, never cleared.
+    confirmed_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="UTC, group.confirmed told; NULL: not yet"
+    )
+    culprit_named_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="UTC, group.culprit told; NULL: not yet"
+    )
+    fixed_at: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime(), comment="UTC, group.fixed told; NULL: not yet"
     )
     created_at: Mapped[created_at]
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())

@@ -1,16 +1,16 @@
 """An event queued to every subscription it concerns, in the transaction of the change it reports.
 
-Each event is a :class:`Notice`: its kind, its subject (a kind and an id, so alert groups can be
-told later without a new shape), a title and lines of text, a link, plain details, and its scope
+Each event is a :class:`Notice`: its kind, its subject (a kind and an id: an alert group, a
+comparison, a nightly run), a title and lines of text, a link, plain details, and its scope
 (the models, hardware kinds and repository it is about). :func:`notify` writes one
 ``notification_outbox`` row per enabled subscription that wants the event and whose filters the
 scope passes; :mod:`tracker.notifications.outbox` sends them after commit. A notice with a
-``dedupe`` key reaches each subscription once (an alert confirmed twice tells once); the row is
+``dedupe`` key reaches each subscription once (a verdict recomputed tells once); the row is
 inserted in a savepoint, so a duplicate never fails the caller's transaction.
 
-Builders for what exists today: :func:`alert_notice` (an alert confirmed, its culprit named, or
-fixed), :func:`comparison_notice` (a pull request's comparison reached its verdict) and
-:func:`nightly_notice` (a night's summary).
+Builders here: :func:`comparison_notice` (a pull request's comparison reached its verdict) and
+:func:`nightly_notice` (a night's summary). An alert group's events (confirmed, culprit named,
+fixed) are built by :mod:`tracker.detection.group_notices`, which knows what a group is.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from sqlalchemy.orm import Session
 
 from tracker.enums import NotificationEvent, NotificationSubject
 from tracker.models import (
-    Alert,
     Case,
     Comparison,
     NightlyRun,
@@ -114,13 +113,6 @@ def listening(*, session: Session, event: NotificationEvent) -> bool:
     return any(event.value in wanted for wanted in events)
 
 
-def tell_alert(*, session: Session, alert: Alert, event: NotificationEvent) -> list[NotificationOutbox]:
-    """Queue an alert's event (confirmed, culprit named, fixed) to the subscriptions that want it."""
-    if not listening(session=session, event=event):
-        return []
-    return notify(session=session, notice=alert_notice(session=session, alert=alert, event=event))
-
-
 def tell_comparison(*, session: Session, comparison: Comparison) -> list[NotificationOutbox]:
     """Queue a pull request's comparison verdict to the subscriptions that want it."""
     if not listening(session=session, event=NotificationEvent.PR_VERDICT):
@@ -166,55 +158,6 @@ def case_scope(session: Session, cases: Sequence[Case], hardware: Sequence[str])
     if len(repository_ids) == 1:
         repository = session.scalar(select(Repository.name).where(Repository.id == repository_ids.pop()))
     return Scope(models=frozenset(models), hardware=frozenset(hardware), repository=repository)
-
-
-def alert_notice(*, session: Session, alert: Alert, event: NotificationEvent) -> Notice:
-    """An alert confirmed in paired rounds, its culprit named by bisection, or marked fixed."""
-    case, hardware = alert.case, alert.hardware_kind.name
-    where = f"`{case.slug}` on {hardware}"
-    size = f"{alert.change_pct:+.1f} % ({alert.before_value:.2f} → {alert.after_value:.2f} ms)"
-    ci = alert.evidence.get("paired_ci_pct")
-    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(bound, int | float) for bound in ci):
-        size += f", 95 % interval [{ci[0]:+.1f}, {ci[1]:+.1f}] %"
-    culprit = alert.culprit_commit
-    lines = [f"{alert.metric.value}: {size}"]
-    if event is NotificationEvent.ALERT_FIXED:
-        fixed = alert.fixed_by_commit
-        title = f"Fixed: {alert.direction.value} on {where}"
-        if fixed is not None:
-            lines.append(f"fixed by {fixed.short_sha} {fixed.title}")
-    elif event is NotificationEvent.ALERT_CULPRIT:
-        title = f"Culprit found: {alert.direction.value} on {where}"
-    else:
-        title = f"Confirmed {alert.direction.value} on {where}"
-    commit = culprit or alert.first_bad_commit
-    lines.append(f"{'culprit' if culprit else 'first bad commit'}: {commit.short_sha} {commit.title}")
-    return Notice(
-        event=event,
-        subject_kind=NotificationSubject.ALERT,
-        subject_id=alert.id,
-        title=title,
-        lines=tuple(lines),
-        path=f"/alerts/{alert.id}",
-        details={
-            "alert_id": alert.id,
-            "case": case.slug,
-            "model": case.model,
-            "hardware": hardware,
-            "metric": alert.metric.value,
-            "direction": alert.direction.value,
-            "change_pct": alert.change_pct,
-            "before": alert.before_value,
-            "after": alert.after_value,
-            "paired_ci_pct": ci if isinstance(ci, list) else None,
-            "culprit": culprit.sha if culprit is not None else None,
-            "first_bad_commit": alert.first_bad_commit.sha,
-            "fixed_by": alert.fixed_by_commit.sha if alert.fixed_by_commit is not None else None,
-            "status": alert.status.value,
-        },
-        scope=case_scope(session, [case], [hardware]),
-        dedupe=f"alert:{alert.id}:{event.value}",
-    )
 
 
 def comparison_notice(*, session: Session, comparison: Comparison) -> Notice:

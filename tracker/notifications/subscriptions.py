@@ -22,6 +22,13 @@ from tracker.models import NotificationOutbox, NotificationSubscription
 
 # Events a subscription may ask for ("test" is sent on demand to any subscription).
 SUBSCRIBABLE = tuple(event for event in NotificationEvent if event is not NotificationEvent.TEST)
+# The names the alert events had before they became group events (migration 0028 maps what was
+# stored): still taken when a subscription is created, and stored under the new name.
+RENAMED = {
+    "alert.confirmed": NotificationEvent.GROUP_CONFIRMED,
+    "alert.culprit": NotificationEvent.GROUP_CULPRIT,
+    "alert.fixed": NotificationEvent.GROUP_FIXED,
+}
 MAX_FILTER_ITEMS = 100
 _MAX_ITEM_CHARS = 255
 
@@ -126,7 +133,9 @@ def _checked_secret(secret: str | None) -> str | None:
 
 
 def _checked_events(events: Iterable[str]) -> list[str]:
-    wanted = _checked_list("events", events)
+    """The events asked for, an old name (:data:`RENAMED`) as the group event it became."""
+    named = (RENAMED[event.strip()].value if event.strip() in RENAMED else event for event in events)
+    wanted = _checked_list("events", named)
     if not wanted:
         raise InvalidInput("events", "name at least one event")
     known = {event.value for event in SUBSCRIBABLE}

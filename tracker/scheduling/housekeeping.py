@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from tracker import db
 from tracker.models import utcnow
+from tracker.settings import CulpritTelling
 from tracker.vcs.history import GitHistory
 from tracker.workflows import jobs as workflow_jobs
 from tracker.workflows.bisections import start_queued
@@ -46,12 +47,18 @@ class Housekeeper:
     evidence runs."""
 
     def __init__(
-        self, engine: Engine, *, interval_s: float = INTERVAL_S, history: GitHistory | None = None
+        self,
+        engine: Engine,
+        *,
+        interval_s: float = INTERVAL_S,
+        history: GitHistory | None = None,
+        telling: CulpritTelling | None = None,
     ) -> None:
         self.sessions = db.make_session_factory(engine)
         self.read_sessions = db.make_session_factory(engine, write=False)
         self.interval_s = interval_s
         self.history = history
+        self.telling = telling  # whether a culprit's pull request may be told (None: not)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -69,12 +76,14 @@ class Housekeeper:
     def tick(self) -> Chores:
         """One pass. Bisections it queued start after it (git)."""
         with db.session_scope(self.sessions) as session:
-            expired = workflow_jobs.expire(session=session)
+            expired = workflow_jobs.expire(session=session, telling=self.telling)
         with db.session_scope(self.sessions) as session:
-            touched = evaluate_pending_series(session=session, now=utcnow())
+            touched = evaluate_pending_series(session=session, now=utcnow(), telling=self.telling)
         if (expired or touched) and self.history is not None:
             start_queued(sessions=self.sessions, history=self.history)
-        summarized = summarize_pending(sessions=self.sessions, read_sessions=self.read_sessions)
+        summarized = summarize_pending(
+            sessions=self.sessions, read_sessions=self.read_sessions, telling=self.telling
+        )
         return Chores(len(expired), len(touched), summarized)
 
     def _run(self) -> None:

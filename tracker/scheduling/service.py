@@ -117,6 +117,7 @@ class SchedulerService:
         self.schedules = {schedule.name: schedule for schedule in schedules}
         self.leader = leader
         self.settings = settings
+        self.telling = settings.culprit_telling() if settings else None  # no settings: never
         self.history = history
         self.resolver = resolver
         self.sweep_interval_s = sweep_interval_s
@@ -306,21 +307,21 @@ class SchedulerService:
     def expire_leases(self) -> int:
         """Requeue (or fail) jobs whose lease ran out."""
         with db.session_scope(self.sessions) as session:
-            return len(workflow_jobs.expire(session=session, now=self.clock()))
+            return len(workflow_jobs.expire(session=session, now=self.clock(), telling=self.telling))
 
     def detection_sweep(self) -> int:
         """Evaluate every series for changes; returns the alerts touched."""
         with db.session_scope(self.sessions) as session:
-            report = sweep(session=session, now=self.clock())
+            report = sweep(session=session, now=self.clock(), telling=self.telling)
         self.start_bisections()
         return len(report.alerts_touched)
 
     def evaluate_pending(self) -> int:
         """Evaluate the series uploads marked (deferred detection); returns the alerts touched."""
         with db.session_scope(self.sessions) as session:
-            touched = reactions.evaluate_pending_series(session=session, now=self.clock())
+            moved = reactions.evaluate_pending_series(session=session, now=self.clock(), telling=self.telling)
         self.start_bisections()
-        return len(touched)
+        return len(moved)
 
     def start_bisections(self) -> int:
         """Start the bisections waiting for their range to be listed from git (no transaction open
@@ -330,7 +331,7 @@ class SchedulerService:
     def summarize_evidence(self) -> int:
         """Read the evidence runs uploads linked and no follow-up read; returns how many were stored."""
         return evidence_reading.summarize_pending(
-            sessions=self.sessions, read_sessions=self.read_sessions, clock=self.clock
+            sessions=self.sessions, read_sessions=self.read_sessions, clock=self.clock, telling=self.telling
         )
 
     def github_client(self) -> GithubClient | None:

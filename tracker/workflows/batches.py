@@ -20,6 +20,7 @@ from tracker.errors import PerftrackError
 from tracker.ingest.batch import BatchItem, BatchOutcome, ingest_results, lock_jobs, refused
 from tracker.ingest.results import IngestLimits
 from tracker.models import Runner, utcnow
+from tracker.settings import CulpritTelling
 from tracker.workflows.reactions import after_batch_import
 from tracker.workflows.results import store_job_result
 from wire import JobResultItemIn, ResultIn
@@ -53,6 +54,7 @@ def store_job_results(
     uploads: Sequence[JobResultItemIn | PerftrackError],
     limits: IngestLimits,
     now: dt.datetime | None = None,
+    telling: CulpritTelling | None = None,
 ) -> list[BatchItem]:
     """Store each of ``runner``'s job attempts' results as a single upload would, and react to each new run.
 
@@ -75,6 +77,7 @@ def store_job_results(
                     result=upload.result,
                     limits=limits,
                     now=now,
+                    telling=telling,
                 )
         except PerftrackError as error:
             items.append(refused(index, error))

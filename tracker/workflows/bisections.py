@@ -24,10 +24,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tracker import db
 from tracker.detection.bisection import cannot_list, start_bisection
+from tracker.detection.group_notices import tell_group
 from tracker.enums import BisectionState
 from tracker.models import Alert, Repository, utcnow
 from tracker.vcs.history import GitHistory, HistoryUnavailable
 from tracker.workflows.evidence import queue_culprit_evidence
+from tracker.workflows.group_news import diagnosis_notes
 from wire import CommitIn
 
 NO_HISTORY = "the tracker has no git history configured for bisection"
@@ -96,6 +98,7 @@ def begin(
     else:
         start_bisection(session=session, alert=alert, now=now, listed=listed)
         queue_culprit_evidence(session=session, alert=alert)  # adjacent once listed: named at once
+        tell_group(session=session, group=alert.group, now=now, describe=diagnosis_notes(session))
     session.flush()
     return alert
 

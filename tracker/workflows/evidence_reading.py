@@ -36,6 +36,7 @@ from tracker import db
 from tracker.diagnosis.evidence_loading import EvidenceInput, evidence_input, read_evidence
 from tracker.github.culprits import tell_culprit
 from tracker.models import Alert, EvidenceJob, utcnow
+from tracker.settings import CulpritTelling
 
 logger = logging.getLogger(__name__)
 PENDING_LIMIT = 20  # rows read per pass; the next pass (or follow-up) takes the rest
@@ -53,11 +54,13 @@ def summarize_pending(
     read_sessions: sessionmaker[Session] | None = None,
     clock: Callable[[], dt.datetime] = utcnow,
     limit: int = PENDING_LIMIT,
+    telling: CulpritTelling | None = None,
 ) -> int:
     """Read the pending evidence rows, each on its own; returns how many summaries were stored.
 
     ``read_sessions`` (default ``sessions``): for the look-ups, which on SQLite then never wait for
-    the write lock; when nothing is pending the whole pass is one indexed query.
+    the write lock; when nothing is pending the whole pass is one indexed query. ``telling``: whether
+    the grown diagnosis is told on a culprit's pull request (None: it is not).
     """
     reading = read_sessions or sessions
     with reading() as session:
@@ -65,7 +68,9 @@ def summarize_pending(
     stored = 0
     for job_id in job_ids:
         try:
-            stored += _summarize_one(sessions=sessions, reading=reading, job_id=job_id, clock=clock)
+            stored += _summarize_one(
+                sessions=sessions, reading=reading, job_id=job_id, clock=clock, telling=telling
+            )
         except Exception:  # a database hiccup on one row: the next pass takes it again
             logger.exception("reading the evidence run of job %d failed", job_id)
     return stored
@@ -77,6 +82,7 @@ def _summarize_one(
     reading: sessionmaker[Session],
     job_id: int,
     clock: Callable[[], dt.datetime],
+    telling: CulpritTelling | None,
 ) -> bool:
     with db.session_scope(sessions) as session:
         # Counted, and committed, before the trace is parsed: a reader the trace kills still counts.
@@ -93,7 +99,9 @@ def _summarize_one(
         return False  # read by someone else meanwhile
     summary = read_evidence(item)  # the slow part: no session open
     with db.session_scope(sessions) as session:
-        return store_evidence_summary(session=session, item=item, summary=summary, now=clock())
+        return store_evidence_summary(
+            session=session, item=item, summary=summary, now=clock(), telling=telling
+        )
 
 
 # The row's states, each step in its caller's transaction: pending, a reading begun, read or given up.
@@ -146,7 +154,12 @@ def give_up_reading(*, session: Session, job_id: int, now: dt.datetime) -> bool:
 
 
 def store_evidence_summary(
-    *, session: Session, item: EvidenceInput, summary: dict[str, Any] | None, now: dt.datetime
+    *,
+    session: Session,
+    item: EvidenceInput,
+    summary: dict[str, Any] | None,
+    now: dt.datetime,
+    telling: CulpritTelling | None = None,
 ) -> bool:
     """Keep what was read from ``item``'s run and mark its row read; ``False`` when the row is gone,
     was read by someone else meanwhile, or links another run now (the row is read locked)."""
@@ -160,5 +173,6 @@ def store_evidence_summary(
     session.flush()
     if link.alert_id is not None:  # the diagnosis grew: the culprit's pull request sees it
         alert = session.get(Alert, link.alert_id)
-        tell_culprit(session=session, group=alert.group if alert is not None else None)
+        group = alert.group if alert is not None else None
+        tell_culprit(session=session, group=group, telling=telling, now=now)
     return True

@@ -20,15 +20,18 @@ from tracker.comparisons.progress import comparison_job_ended, record_comparison
 from tracker.detection import bisection
 from tracker.detection.alerts import evaluate_series, load_series_runs
 from tracker.detection.confirmation import settle_confirmation
+from tracker.detection.group_notices import tell_group
 from tracker.detection.output_alerts import evaluate_outputs
-from tracker.enums import ComparisonKind, ComparisonState, JobReason, NotificationEvent
+from tracker.enums import ComparisonKind, ComparisonState, JobReason
 from tracker.github import status as github_status
 from tracker.github.culprits import tell_culprit
 from tracker.models import Alert, Candidate, Case, Comparison, HardwareKind, Job, Run
-from tracker.notifications.events import tell_alert, tell_comparison
+from tracker.notifications.events import tell_comparison
 from tracker.observability.metrics import timed_detection
 from tracker.series import pending
+from tracker.settings import CulpritTelling
 from tracker.workflows.evidence import link_evidence_run, queue_culprit_evidence, queue_regression_evidence
+from tracker.workflows.group_news import diagnosis_notes
 from tracker.workflows.reruns import DEFAULT_BUDGET, requeue_if_flagged
 
 # Jobs whose runs are points of the nightly series (plain commits of the branch).
@@ -43,11 +46,13 @@ def after_job_run(
     now: dt.datetime,
     defer: bool = False,
     rerun_budget: dt.timedelta = DEFAULT_BUDGET,
+    telling: CulpritTelling | None = None,
 ) -> None:
     """React to the run a job attempt stored (its job is already done or failed).
 
     ``defer``: only mark the series for the scheduler's next evaluation (``tracker.series.pending``).
     ``rerun_budget``: how long after its first flagged try a flagged run's job is measured again.
+    ``telling``: whether this server comments on a culprit's pull request (None: it does not).
     """
     if job.reason is JobReason.EVIDENCE:  # profiled: read for the diagnosis, never re-run or a point
         link_evidence_run(session=session, job=job, run=run, now=now)  # read after the answer
@@ -55,43 +60,48 @@ def after_job_run(
     requeue_if_flagged(session=session, job=job, run=run, now=now, budget=rerun_budget)
     if job.comparison_id is not None:
         comparison = record_comparison_job(session=session, job=job, run=run, now=now)
-        _comparison_moved(session=session, comparison=comparison, now=now)
+        _comparison_moved(session=session, comparison=comparison, now=now, telling=telling)
         return
     if job.reason not in SERIES_REASONS:
         return
     if job.reason is JobReason.BISECT:
         bisection.record_job(session=session, job=job, run=run, now=now)
-        _culprit_named(session, job.alert_id)
+        _culprit_named(session, job.alert_id, now, telling)
     if _is_plain(session, job.candidate_id):
-        _evaluate(session=session, case=job.case, hardware=job.hardware_kind, now=now, defer=defer)
+        _evaluate(
+            session=session, case=job.case, hardware=job.hardware_kind, now=now, defer=defer, telling=telling
+        )
 
 
-def after_job_ended(*, session: Session, job: Job, now: dt.datetime) -> None:
+def after_job_ended(
+    *, session: Session, job: Job, now: dt.datetime, telling: CulpritTelling | None = None
+) -> None:
     """React to a job that ended without a run: failed after its last lease expired, or cancelled."""
     if job.comparison_id is not None:
         comparison = comparison_job_ended(session=session, job=job, now=now)
-        _comparison_moved(session=session, comparison=comparison, now=now)
+        _comparison_moved(session=session, comparison=comparison, now=now, telling=telling)
         return
     if job.reason is JobReason.BISECT:
         bisection.record_job(session=session, job=job, run=None, now=now)
-        _culprit_named(session, job.alert_id)
+        _culprit_named(session, job.alert_id, now, telling)
 
 
 _VERDICT_STATES = frozenset({ComparisonState.DONE, ComparisonState.FAILED})  # a PR's told verdict
 
 
-def _comparison_moved(*, session: Session, comparison: Comparison, now: dt.datetime) -> None:
+def _comparison_moved(
+    *, session: Session, comparison: Comparison, now: dt.datetime, telling: CulpritTelling | None
+) -> None:
     """A comparison advanced: a PR's comment follows it; a finished confirmation settles its
     alert (a confirmed one is bisected); a finished bisection step moves its bisection on."""
     if comparison.kind is ComparisonKind.CONFIRMATION:
         confirmed = settle_confirmation(session=session, comparison=comparison, now=now)
         if confirmed is not None:
-            tell_alert(session=session, alert=confirmed, event=NotificationEvent.ALERT_CONFIRMED)
             bisection.start_bisection(session=session, alert=confirmed, now=now)
-            _culprit_found(session, confirmed)
+            _culprit_found(session, confirmed, now, telling)
     elif comparison.kind is ComparisonKind.BISECT:
         bisection.record_paired_step(session=session, comparison=comparison, now=now)
-        _culprit_named(session, comparison.alert_id)
+        _culprit_named(session, comparison.alert_id, now, telling)
     else:
         github_status.comparison_changed(session=session, comparison=comparison)
         queue_regression_evidence(session=session, comparison=comparison)
@@ -99,10 +109,19 @@ def _comparison_moved(*, session: Session, comparison: Comparison, now: dt.datet
             tell_comparison(session=session, comparison=comparison)
 
 
-def after_import(*, session: Session, run: Run, now: dt.datetime, defer: bool = False) -> None:
+def after_import(
+    *,
+    session: Session,
+    run: Run,
+    now: dt.datetime,
+    defer: bool = False,
+    telling: CulpritTelling | None = None,
+) -> None:
     """React to an imported run: it is a series point when it measured a plain commit."""
     if _is_plain(session, run.candidate_id):
-        _evaluate(session=session, case=run.case, hardware=run.hardware_kind, now=now, defer=defer)
+        _evaluate(
+            session=session, case=run.case, hardware=run.hardware_kind, now=now, defer=defer, telling=telling
+        )
 
 
 def after_batch_import(*, session: Session, series: Iterable[tuple[int, int]], now: dt.datetime) -> None:
@@ -112,17 +131,26 @@ def after_batch_import(*, session: Session, series: Iterable[tuple[int, int]], n
     pending.mark_all_pending(session=session, series=series, now=now)
 
 
-def evaluate_pending_series(*, session: Session, now: dt.datetime) -> list[Alert]:
+def evaluate_pending_series(
+    *, session: Session, now: dt.datetime, telling: CulpritTelling | None = None
+) -> list[Alert]:
     """Evaluate the series uploads marked under deferred detection (the scheduler calls this)."""
     return pending.evaluate_pending(
         session=session,
-        evaluate=lambda case, kind: _evaluate(session=session, case=case, hardware=kind, now=now),
+        evaluate=lambda case, kind: _evaluate(
+            session=session, case=case, hardware=kind, now=now, telling=telling
+        ),
     )
 
 
 @timed_detection("series")  # the load, speed and output detection of one series
 def evaluate_and_bisect(
-    *, session: Session, case: Case, hardware: HardwareKind, now: dt.datetime
+    *,
+    session: Session,
+    case: Case,
+    hardware: HardwareKind,
+    now: dt.datetime,
+    telling: CulpritTelling | None = None,
 ) -> list[Alert]:
     """Evaluate one series now; an alert that opens as an established change starts its bisection.
 
@@ -133,7 +161,7 @@ def evaluate_and_bisect(
 
     def bisect(alert: Alert) -> None:
         bisection.start_bisection(session=session, alert=alert, now=now)
-        _culprit_found(session, alert)
+        _culprit_found(session, alert, now, telling)
 
     # One load of the series serves both: its times and its outputs are read from the same runs.
     commits = load_series_runs(session=session, case=case, hardware=hardware)
@@ -149,21 +177,23 @@ def evaluate_and_bisect(
     return touched
 
 
-def _culprit_named(session: Session, alert_id: int | None) -> None:
-    """Queue the evidence runs of the alert, and tell the subscriptions, if its bisection has just
-    named the culprit (each subscription hears of a culprit once)."""
+def _culprit_named(
+    session: Session, alert_id: int | None, now: dt.datetime, telling: CulpritTelling | None
+) -> None:
+    """Queue the evidence runs of the alert, and tell its group's news, if its bisection has just
+    named the culprit (each group's culprit is told once)."""
     alert = session.get(Alert, alert_id) if alert_id is not None else None
     if alert is not None:
-        _culprit_found(session, alert)
+        _culprit_found(session, alert, now, telling)
 
 
-def _culprit_found(session: Session, alert: Alert) -> None:
-    """An alert confirmed, or its culprit named: its evidence runs, its subscriptions told, and the
-    pull request its group's culprit came from told (once per group, edited as the group grows)."""
+def _culprit_found(session: Session, alert: Alert, now: dt.datetime, telling: CulpritTelling | None) -> None:
+    """An alert confirmed, or its culprit named: its evidence runs, its group's news to the
+    subscriptions (confirmed, culprit named: once per group), and the pull request its group's
+    culprit came from told (once per group, edited as the group grows)."""
     queue_culprit_evidence(session=session, alert=alert)
-    if alert.culprit_commit_id is not None:
-        tell_alert(session=session, alert=alert, event=NotificationEvent.ALERT_CULPRIT)
-    tell_culprit(session=session, group=alert.group)
+    tell_group(session=session, group=alert.group, now=now, describe=diagnosis_notes(session))
+    tell_culprit(session=session, group=alert.group, telling=telling, now=now)
 
 
 def _is_plain(session: Session, candidate_id: int) -> bool:
@@ -178,8 +208,9 @@ def _evaluate(
     hardware: HardwareKind,
     now: dt.datetime,
     defer: bool = False,
+    telling: CulpritTelling | None = None,
 ) -> list[Alert]:
     if defer:
         pending.mark_pending(session=session, case_id=case.id, hardware_kind_id=hardware.id, now=now)
         return []
-    return evaluate_and_bisect(session=session, case=case, hardware=hardware, now=now)
+    return evaluate_and_bisect(session=session, case=case, hardware=hardware, now=now, telling=telling)

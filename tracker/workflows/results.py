@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from tracker.enums import RunSource
 from tracker.ingest.results import IngestLimits, IngestOutcome, ingest_job_result, ingest_result
 from tracker.models import Runner, utcnow
+from tracker.settings import CulpritTelling
 from tracker.workflows.reactions import after_import, after_job_run
 from wire import JobResultIn, ResultIn
 
@@ -26,8 +27,10 @@ def store_job_result(
     result: JobResultIn,
     limits: IngestLimits,
     now: dt.datetime | None = None,
+    telling: CulpritTelling | None = None,
 ) -> IngestOutcome:
-    """Store one job attempt's run (a repeat is answered with the same run) and react to a new one."""
+    """Store one job attempt's run (a repeat is answered with the same run) and react to a new one;
+    ``telling``: whether a culprit's pull request may be told (None: not)."""
     now = now or utcnow()
     outcome = ingest_job_result(
         session=session, runner=runner, job_id=job_id, result=result, limits=limits, now=now
@@ -40,6 +43,7 @@ def store_job_result(
             now=now,
             defer=limits.defer_detection,
             rerun_budget=dt.timedelta(seconds=limits.rerun_budget_s),
+            telling=telling,
         )
     return outcome
 
@@ -51,10 +55,11 @@ def store_result(
     limits: IngestLimits,
     source: RunSource = RunSource.IMPORT,
     now: dt.datetime | None = None,
+    telling: CulpritTelling | None = None,
 ) -> IngestOutcome:
     """Store an imported run once and, when new, feed its series."""
     now = now or utcnow()
     outcome = ingest_result(session=session, result=result, limits=limits, source=source, now=now)
     if outcome.created:
-        after_import(session=session, run=outcome.run, now=now, defer=limits.defer_detection)
+        after_import(session=session, run=outcome.run, now=now, defer=limits.defer_detection, telling=telling)
     return outcome

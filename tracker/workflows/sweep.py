@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from tracker.models import Alert, Case, HardwareKind, Run
 from tracker.observability.metrics import timed_detection
+from tracker.settings import CulpritTelling
 from tracker.workflows.reactions import evaluate_and_bisect
 
 
@@ -22,8 +23,9 @@ class SweepReport:
 
 
 @timed_detection("sweep")
-def sweep(*, session: Session, now: dt.datetime) -> SweepReport:
-    """Evaluate every series with runs; alerts created or changed are returned."""
+def sweep(*, session: Session, now: dt.datetime, telling: CulpritTelling | None = None) -> SweepReport:
+    """Evaluate every series with runs; alerts created or changed are returned. ``telling``: whether
+    a culprit's pull request may be told (None: not)."""
     # Each current case × hardware kind probed through ix_runs_series: a few hundred index look-ups,
     # where SELECT DISTINCT over runs would read every run. A scalar sub-select with LIMIT 1, not
     # EXISTS: PostgreSQL turns EXISTS into one aggregate over all runs.
@@ -47,5 +49,7 @@ def sweep(*, session: Session, now: dt.datetime) -> SweepReport:
         if case is None or kind is None or not case.is_current:
             continue
         count += 1
-        touched.extend(evaluate_and_bisect(session=session, case=case, hardware=kind, now=now))
+        touched.extend(
+            evaluate_and_bisect(session=session, case=case, hardware=kind, now=now, telling=telling)
+        )
     return SweepReport(series=count, alerts_touched=touched)

@@ -128,9 +128,11 @@ def bisect(
 
 
 @router.post("/sweep", response_model=SweepOut, responses=errors(ADMIN))
-def run_sweep(session: WriteSessionDep, follow_ups: FollowUpsDep, _t: AdminTokenDep) -> SweepOut:
+def run_sweep(
+    session: WriteSessionDep, follow_ups: FollowUpsDep, settings: SettingsDep, _t: AdminTokenDep
+) -> SweepOut:
     """Evaluate every series now; returns the alerts created or changed."""
-    report = sweep(session=session, now=utcnow())
+    report = sweep(session=session, now=utcnow(), telling=settings.culprit_telling())
     session.commit()
     follow_ups.start_bisections()
     return SweepOut.of(report, alert_displays(session=session, alerts=report.alerts_touched))

@@ -141,7 +141,8 @@ def upload_results(
     owner = acting_runner(session=session, token=token, name=runner)
     limits = IngestLimits.from_settings(settings)
     uploads = validate_each(JobResultItemIn, body.results)
-    items = store_job_results(session=session, runner=owner, uploads=uploads, limits=limits)
+    telling = settings.culprit_telling()
+    items = store_job_results(session=session, runner=owner, uploads=uploads, limits=limits, telling=telling)
     session.commit()
     follow_ups.start_bisections()
     follow_ups.summarize_evidence()  # the evidence runs among them: their traces, read after the answer
@@ -220,7 +221,10 @@ def upload_result(
     """Store the run of one attempt (a failure too: its reason and log are kept)."""
     owner = acting_runner(session=session, token=token, name=runner)
     limits = IngestLimits.from_settings(settings)
-    outcome = store_job_result(session=session, runner=owner, job_id=job_id, result=body, limits=limits)
+    telling = settings.culprit_telling()
+    outcome = store_job_result(
+        session=session, runner=owner, job_id=job_id, result=body, limits=limits, telling=telling
+    )
     session.commit()
     follow_ups.start_bisections()
     follow_ups.summarize_evidence()  # an evidence run's trace is read after the answer, never in it
@@ -260,9 +264,20 @@ def release(
     response_model=JobOut,
     responses=errors(ADMIN, 404, 409, 422, notes={404: "No such job", 409: "Already finished"}),
 )
-def cancel(job_id: JobId, session: WriteSessionDep, token: AdminTokenDep, follow_ups: FollowUpsDep) -> JobOut:
+def cancel(
+    job_id: JobId,
+    session: WriteSessionDep,
+    token: AdminTokenDep,
+    follow_ups: FollowUpsDep,
+    settings: SettingsDep,
+) -> JobOut:
     """Cancel a queued or running job."""
-    job = workflow_jobs.cancel(session=session, job_id=job_id, reason=f"cancelled by {token.name}")
+    job = workflow_jobs.cancel(
+        session=session,
+        job_id=job_id,
+        reason=f"cancelled by {token.name}",
+        telling=settings.culprit_telling(),
+    )
     session.commit()
     follow_ups.start_bisections()
     return JobOut.of(job)

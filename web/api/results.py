@@ -52,7 +52,7 @@ def post_result(
     """
     check_may_import(session=session, token=token)
     limits = IngestLimits.from_settings(settings)
-    outcome = store_result(session=session, result=result, limits=limits)
+    outcome = store_result(session=session, result=result, limits=limits, telling=settings.culprit_telling())
     session.commit()
     follow_ups.start_bisections()
     if not outcome.created:

@@ -25,7 +25,11 @@ class SubscriptionIn(BaseModel):
     secret: str | None = Field(
         default=None, max_length=255, description="HMAC-SHA256 key of the json format's signature"
     )
-    events: list[str] = Field(default_factory=lambda: list(_ALL_EVENTS), max_length=20)
+    events: list[str] = Field(
+        default_factory=lambda: list(_ALL_EVENTS),
+        max_length=20,
+        description="alert.confirmed, alert.culprit and alert.fixed (the names before 0028) are taken as group.*",
+    )
     models: list[str] = Field(default_factory=list, max_length=100, description="case, model or family")
     hardware: list[str] = Field(default_factory=list, max_length=100)
     repositories: list[str] = Field(default_factory=list, max_length=100, description="owner/name")

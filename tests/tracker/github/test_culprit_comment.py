@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -49,9 +50,15 @@ def bisected(session: Session, title: str = f"Fuse the norm kernels (#{PR})", **
     return alert
 
 
+def sending(settings: Settings) -> Settings:
+    """The settings of a server that can write to GitHub (a token)."""
+    return settings.model_copy(update={"github_token": SecretStr("ghp_x")})
+
+
 def told(session: Session, alert: Alert, settings: Settings, fake: FakeGithub) -> None:
     """What the reaction to a confirmed alert or a named culprit does, then the outbox's flush."""
-    tell_culprit(session=session, group=alert.group)
+    telling = sending(settings).culprit_telling()
+    tell_culprit(session=session, group=alert.group, telling=telling, now=NOW)
     flush_outbox(
         session=session, settings=settings, client=GithubClient(token="ghp_x", transport=fake.transport())
     )
@@ -187,7 +194,8 @@ def test_nightly_detection_and_bisection_tell_the_culprit_s_pull_request_with_it
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{path}.insteadOf")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", github_url)
-    bench = Bench(session, history=GitHistory(tmp_path / "mirrors"))
+    telling = sending(settings).culprit_telling()
+    bench = Bench(session, history=GitHistory(tmp_path / "mirrors"), telling=telling)
     assert bench.case.repository is not None
     bench.case.repository.url = github_url
     shas = [commit.sha for commit in commits]
@@ -211,3 +219,47 @@ def test_nightly_detection_and_bisection_tell_the_culprit_s_pull_request_with_it
     assert (report.sent, report.superseded) == (1, 2)  # the newest row tells the group as it is now
     [comment] = fake.comments_on(PR)
     assert "new graph break at toydit/norm.py:19" in comment["body"]
+
+
+def test_a_server_that_cannot_send_queues_nothing(session: Session, settings: Settings) -> None:
+    alert = bisected(session)
+    no_credentials = settings.culprit_telling()
+    off = {"github_tell_culprits_repositories": {REPO: False}}
+    turned_off = sending(settings).model_copy(update=off).culprit_telling()
+
+    for telling in (None, no_credentials, turned_off):
+        assert tell_culprit(session=session, group=alert.group, telling=telling, now=NOW) is None
+    assert session.scalars(select(GithubOutbox)).all() == []
+
+
+def test_a_group_first_confirmed_too_long_ago_is_not_told(session: Session, settings: Settings) -> None:
+    alert = bisected(session)
+    telling = sending(settings).culprit_telling()
+    assert telling.max_age == dt.timedelta(days=7)  # the default
+
+    alert.confirmed_at = NOW - dt.timedelta(days=7, minutes=1)
+    assert tell_culprit(session=session, group=alert.group, telling=telling, now=NOW) is None
+    alert.confirmed_at = NOW - dt.timedelta(days=6)
+    assert tell_culprit(session=session, group=alert.group, telling=telling, now=NOW) is not None
+
+
+def test_a_comment_unsent_for_longer_than_the_limit_is_dropped_with_a_log_line(
+    session: Session, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    alert = bisected(session)
+    telling = sending(settings).culprit_telling()
+    row = tell_culprit(session=session, group=alert.group, telling=telling, now=NOW)
+    assert row is not None
+    fake = FakeGithub()
+    client = GithubClient(token="ghp_x", transport=fake.transport())
+    late = row.created_at + dt.timedelta(days=7, minutes=1)  # GitHub unreachable, or configured late
+
+    report = flush_outbox(session=session, settings=settings, client=client, now=late)
+
+    assert (report.sent, report.superseded) == (0, 1)
+    assert fake.calls == []
+    assert row.done_at is not None
+    assert row.done_at >= late
+    assert row.last_error is not None
+    assert "unsent for longer than 7 days" in row.last_error
+    assert f"culprit comment on {REPO}#{PR} dropped" in caplog.text

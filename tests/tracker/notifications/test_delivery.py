@@ -30,7 +30,7 @@ NOW = dt.datetime(2026, 6, 1, 12, tzinfo=dt.UTC)
 
 def notice(**scope: object) -> Notice:
     return Notice(
-        event=NotificationEvent.ALERT_CONFIRMED,
+        event=NotificationEvent.GROUP_CONFIRMED,
         subject_kind=NotificationSubject.ALERT,
         subject_id=7,
         title="Confirmed regression on `flux` <b>",
@@ -60,7 +60,7 @@ def test_a_slack_subscription_gets_text_and_mrkdwn_blocks_unsigned(session: Sess
     assert "Fuse &lt;norm&gt; &amp; friends" in section["text"]["text"]
     assert context["elements"][0]["text"] == "<https://perf.example.org/alerts/7|open in perftrack>"
     assert "X-Perftrack-Signature-256" not in request.headers
-    assert request.headers["X-Perftrack-Event"] == "alert.confirmed"
+    assert request.headers["X-Perftrack-Event"] == "group.confirmed"
 
 
 @pytest.mark.parametrize(
@@ -193,8 +193,8 @@ def test_a_failing_receiver_never_blocks_detection(session: Session) -> None:
     assert calls == []
     queued = rows(session)
     assert [row.event for row in queued] == [
-        NotificationEvent.ALERT_CONFIRMED,
-        NotificationEvent.ALERT_CULPRIT,
+        NotificationEvent.GROUP_CONFIRMED,
+        NotificationEvent.GROUP_CULPRIT,
     ]
     report = flush_notifications(
         session=session, client=httpx.Client(transport=httpx.MockTransport(broken)), now=NOW

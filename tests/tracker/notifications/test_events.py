@@ -1,4 +1,4 @@
-"""Events reach the subscriptions that want them, through the outbox: an alert confirmed, its
+"""Events reach the subscriptions that want them, through the outbox: an alert group confirmed, its
 culprit named, fixed; a pull request's verdict; a nightly summary. Each delivered by a local
 receiver with its body, event name, delivery id and a valid signature; each told once."""
 
@@ -16,10 +16,10 @@ from tests.tracker.bench import Bench
 from tests.tracker.comparisons.test_comparisons import compare, drive, planted
 from tests.tracker.detection.test_alerts import BASE_MS, SLOW_MS, commit_in, sha
 from tests.tracker.notifications.receiver import Receiver, signed_by
+from tracker.detection.group_notices import tell_group
 from tracker.detection.triage import triage_alert
 from tracker.enums import AlertConfirmation, ComparisonState, NotificationEvent
 from tracker.models import Alert, Commit, Job, NightlyRun, NotificationOutbox, NotificationSubscription
-from tracker.notifications.events import tell_alert
 from tracker.notifications.outbox import flush_notifications
 from tracker.notifications.subscriptions import NewSubscription, create_subscription
 from tracker.scheduling.nightly_notices import notify_finished_nightlies
@@ -63,36 +63,45 @@ def test_a_confirmed_regression_and_its_culprit_are_delivered_signed(session: Se
     assert report.sent == 2
     confirmed = receiver.got[0]
     assert [request.headers["X-Perftrack-Event"] for request in receiver.got] == [
-        "alert.confirmed",
-        "alert.culprit",
+        "group.confirmed",
+        "group.culprit",
     ]
     for request in receiver.got:
         assert signed_by(request, SECRET)
         assert not signed_by(request, SECRET + "x")
         assert request.url == "https://hooks.example.org/all"
     body = receiver.bodies()[0]
+    group = alert.group
+    assert group is not None
     assert body["delivery"] == confirmed.headers["X-Perftrack-Delivery"]
-    assert body["subject"] == {"kind": "alert", "id": alert.id}
-    assert body["url"] == f"{PUBLIC}/alerts/{alert.id}"
-    assert body["title"] == "Confirmed regression on `qwen-image-t2i-1024` on H200"
-    assert body["details"]["change_pct"] > 8
-    assert body["details"]["paired_ci_pct"][0] > 5
-    assert "95 % interval" in body["lines"][0]
+    assert body["subject"] == {"kind": "group", "id": group.id}
+    assert body["url"] == f"{PUBLIC}/groups/{group.id}"
+    assert body["title"] == f"Confirmed: 1 regression in group {group.id}"
+    [told] = body["details"]["alerts"]
+    assert (told["alert_id"], told["case"], told["hardware"]) == (alert.id, "qwen-image-t2i-1024", "H200")
+    assert told["change_pct"] > 8
+    assert told["ci_pct"][0] > 5
+    assert body["lines"][1].startswith("`qwen-image-t2i-1024` on H200: denoise_step_ms regression +")
+    assert "% (95 % one-sided bounds)" in body["lines"][1]
+    assert "; steady-state step +" in body["lines"][1]  # the diagnosis's most telling finding
     assert receiver.bodies()[1]["details"]["culprit"] == sha(6)
     assert all(row.done_at is not None for row in rows(session))
 
 
-def test_an_alert_confirmed_twice_is_told_once(session: Session) -> None:
+def test_a_group_told_again_is_told_once(session: Session) -> None:
     subscribe(session)
     alert = regression(session)
-    again = tell_alert(session=session, alert=alert, event=NotificationEvent.ALERT_CONFIRMED)
+    again = tell_group(session=session, group=alert.group, now=dt.datetime(2026, 6, 1, tzinfo=dt.UTC))
     assert again == []
-    assert [row.event for row in rows(session)].count(NotificationEvent.ALERT_CONFIRMED) == 1
+    assert [row.event for row in rows(session)] == [
+        NotificationEvent.GROUP_CONFIRMED,
+        NotificationEvent.GROUP_CULPRIT,
+    ]
 
 
-def test_an_alert_marked_fixed_is_told(session: Session) -> None:
+def test_an_alert_marked_fixed_tells_its_group_fixed(session: Session) -> None:
     alert = regression(session)
-    subscribe(session, events=["alert.fixed"])
+    subscribe(session, events=["group.fixed"])
     triage_alert(
         session=session,
         alert_id=alert.id,
@@ -104,9 +113,10 @@ def test_an_alert_marked_fixed_is_told(session: Session) -> None:
     receiver = Receiver()
     flush_notifications(session=session, client=receiver.client())
     [body] = receiver.bodies()
-    assert body["event"] == "alert.fixed"
-    assert body["details"]["status"] == "fixed"
-    assert body["title"].startswith("Fixed: regression")
+    assert body["event"] == "group.fixed"
+    assert body["details"]["state"] == "fixed"
+    assert body["details"]["alerts"][0]["status"] == "fixed"
+    assert body["title"] == f"Fixed: group {alert.group_id} (1 regression)"
 
 
 def test_a_pull_request_verdict_is_told_once_it_is_final(session: Session) -> None:
@@ -148,6 +158,6 @@ def test_a_nightly_summary_is_told_once(session: Session) -> None:
 
 
 def test_a_subscription_hears_only_the_events_it_asked_for(session: Session) -> None:
-    subscribe(session, "fixes", events=["alert.fixed"])
+    subscribe(session, "fixes", events=["group.fixed"])
     regression(session)
     assert rows(session) == []

@@ -51,6 +51,7 @@ def test_a_subscription_shows_its_url_masked_and_never_its_secret(
     client: TestClient, admin_token: str
 ) -> None:
     created = create(client, admin_token, models=["flux-t2i"], events=["alert.confirmed", "pr.verdict"])
+    assert created["events"] == ["group.confirmed", "pr.verdict"]  # the name before 0028, mapped
     assert created["url"] == "https://hooks.example.org/…"
     assert created["secret"] == "set"
     assert created["models"] == ["flux-t2i"]

@@ -53,7 +53,7 @@ def add(client: TestClient, name: str = HOSTILE) -> str:
             "name": name,
             "url": URL,
             "format": "slack",
-            "events": ["alert.confirmed", "alert.fixed"],
+            "events": ["group.confirmed", "group.fixed"],
             "models": "flux-t2i, wan-t2v",
             "csrf_token": csrf,
         },
@@ -88,7 +88,7 @@ def test_an_admin_adds_a_subscription_shown_escaped_and_masked(signed_in: TestCl
     assert "https://hooks.example.org/…" in html
     assert "path-token" not in html
     assert "models: flux-t2i, wan-t2v" in html
-    assert "alert.confirmed, alert.fixed" in html
+    assert "group.confirmed, group.fixed" in html
 
 
 def test_a_refused_subscription_says_why(signed_in: TestClient) -> None:
