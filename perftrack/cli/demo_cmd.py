@@ -17,7 +17,8 @@ def demo(
     port: int = typer.Option(8000, help="Dashboard port."),
     exit_after: bool = typer.Option(False, "--exit", help="Stop after the summary instead of serving."),
 ) -> None:
-    """Build the toy repository, run its history and a PR candidate on a CPU runner, print what changed."""
+    """Build the toy repository, run its history and /perf comparisons (asked on a fake GitHub) on a CPU
+    runner, print what changed and how people were told."""
     require_runner_extra("perftrack demo")
     # Lazy: the demo pulls in the web app, uvicorn and the toy; `perftrack --help` should not load them.
     from perftrack.demo.run import run_demo

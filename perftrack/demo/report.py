@@ -176,6 +176,9 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
             f"{alert.culprit_title!r}: {alert.why}",
             highlight=False,
         )
+    for row in card.loop:
+        mark = "[green]held[/]" if row.ok else "[red]FAILED[/]"
+        console.print(f"loop: {escape(row.what)}: {mark} · {escape(row.seen)}", highlight=False)
     expected = [item for item in card.planted if item.expected]
     found = sum(item.found for item in expected)
     optional = len(card.planted) - len(expected)
@@ -184,12 +187,19 @@ def print_scorecard(card: Scorecard, console: Console) -> None:
         if optional
         else ""
     )
-    verdict = "[green]exactly the planted changes[/]" if card.perfect else "[red]not what was planted[/]"
+    held = sum(row.ok for row in card.loop)
+    if card.perfect:
+        verdict = "[green]exactly the planted changes[/]"
+    elif not card.missed and not card.false_alerts and all(change.found for change in card.verdicts):
+        verdict = "[red]the loop with people fell short[/]"
+    else:
+        verdict = "[red]not what was planted[/]"
     right = sum(change.found for change in card.verdicts)
     verdicts = f", {right}/{len(card.verdicts)} change verdicts right" if card.verdicts else ""
+    loop = f", {held}/{len(card.loop)} loop rows held" if card.loop else ""
     console.print(
         f"scorecard: {found}/{len(expected)} planted changes found{extra}{verdicts}, "
-        f"{len(card.false_alerts)} alert(s) on neutral or unaffected commits: {verdict}"
+        f"{len(card.false_alerts)} alert(s) on neutral or unaffected commits{loop}: {verdict}"
     )
 
 

@@ -10,35 +10,52 @@ starts the tracker on SQLite and a CPU runner, and then does what the service do
    confirmed or refuted by paired rounds of its last good and first bad commits before the next
    night comes in, and alerts whose last good and first bad nights are not adjacent are bisected
    to the culprit;
-3. a pull-request comparison of both toy cases: the newest main commit that holds both
-   regressions, against the same commit with the open fix branches (#101, #102) stacked on it,
-   in interleaved rounds until the verdict is clear;
-4. ``/perf #103``, the open change that merges image tokens: faster, but its picture changes
+3. ``/perf with #101`` commented on #102 by a maintainer on the fake GitHub: the bot compares
+   #102's merge base with #101 stacked on it against the same with #102 too, in interleaved
+   rounds until the verdict is clear;
+4. ``/perf`` on #103, the open change that merges image tokens: faster, but its picture changes
    beyond the 40 dB tolerance, so its verdict is "faster, but the output changed";
 
-then prints every series, the alerts with their culprits and diagnoses (why each changed), the
-calibration, the comparisons' verdicts with their confidence intervals and output checks, a
-scorecard (each planted change found or missed, output changes included, and the alerts on
-neutral commits, read from the alerts API) and where the demo's time went
-(:mod:`perftrack.demo.timing`), and keeps serving the dashboard.
+with people in the loop as a deployment has them (:mod:`perftrack.demo.github`,
+:mod:`perftrack.demo.loop`): a fake GitHub on localhost holds the toy repository's pull requests,
+the tracker is its App (comments, check runs), ``/perf`` arrives as a signed webhook, the culprits'
+pull requests are told, and a webhook receiver takes every notification. It then prints every
+series, the alerts with their culprits and diagnoses (why each changed), the calibration, the
+comparisons' verdicts with their confidence intervals and output checks, the loop with people
+(groups, comments, check runs, notifications), a scorecard (each planted change found or missed,
+output changes included, the alerts on neutral commits, read from the alerts API, and the loop's
+rows) and where the demo's time went (:mod:`perftrack.demo.timing`), and keeps serving the
+dashboard.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import os
+import secrets
 import shutil
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-import uvicorn
 from rich.console import Console
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from perftrack.demo.github import GITHUB_URL, DemoGithub, demo_github, git_redirect
+from perftrack.demo.loop import (
+    Outboxes,
+    demo_schedule,
+    newest_comparison,
+    queue_night,
+    subscribe,
+    wait_for_comparison,
+)
+from perftrack.demo.loop_report import print_loop
+from perftrack.demo.loop_score import loop_checks
+from perftrack.demo.loop_view import collect
+from perftrack.demo.receiver import Inbox, receiving
 from perftrack.demo.report import (
     print_alerts,
     print_calibrations,
@@ -50,22 +67,16 @@ from perftrack.demo.report import (
 )
 from perftrack.demo.runner import HARDWARE, RUNNER_NAME, DemoRunner
 from perftrack.demo.scorecard import score
+from perftrack.demo.seeding import CALIBRATION_ROUNDS, changes, fixes, flags_on, seed, toy_cases
+from perftrack.demo.serving import serve_asgi
 from perftrack.demo.timing import breakdown, load_job_timings
-from runners.gitmeta import commit_info
 from runners.http import TrackerHttp
-from runners.toy import SUITE_TEMPLATE, ToyPullRequest, ToyRepository, create_toy_repository
+from runners.toy import SUITE_TEMPLATE, ChangeKind, ToyPullRequest, ToyRepository, create_toy_repository
 from tracker import db
-from tracker.access.tokens import create_token
-from tracker.catalog.cases import list_current_cases
-from tracker.comparisons.creation import create_calibration, create_comparison
-from tracker.detection.confirmation import POLICY as CONFIRMATION_POLICY
-from tracker.enums import JobReason, TokenRole
-from tracker.models import Case, Commit, HardwareKind, Repository
-from tracker.queue.jobs import enqueue_job
+from tracker.catalog.suites import ResolvedSchedule
 from tracker.settings import Settings
-from tracker.vcs.commits import ensure_candidate, upsert_commit
+from tracker.vcs.pulls import pull_number_in
 from web.app import create_app
-from wire import CommitIn
 
 # Nightly runs skip the scripted regressions' commits (04-fused-layernorm, 10-offload-during-
 # compile) and the neutral 05, so the tracker has to bisect to find them; the neutral first
@@ -78,17 +89,19 @@ SKIPPED_BY_NIGHTLY = (
     "10-offload-during-compile",
     "14-release-0.2.0",
 )
-# From three rounds on, one slow process cannot set the noise; one more than the degrees of
-# freedom a confirmation takes from the noise prior at most (ConfirmationPolicy.max_prior_dof, 4:
-# five rounds) gives the prior its whole weight, and each suspect's interval is narrower from its
-# first rounds: a few more calibration jobs, fewer rounds per suspect (docs/demo.md, "Where the
-# time goes").
-CALIBRATION_ROUNDS = max(3, CONFIRMATION_POLICY.max_prior_dof + 1)
 # A flagged toy run is measured again for this long after its first flagged try (each try after
 # the runner's wait for a quiet moment, up to QUIET_WAIT_S): contention that comes and goes (a
 # core loaded 15 s on, 20 s off) is waited out in a few tries; a machine busy for minutes on end
 # gives up after a few more (the service's default, for GPU runs of minutes, is 15 minutes).
 RERUN_BUDGET_S = 60
+
+
+# The rounds a /perf comparison may grow to while inconclusive (the bot's one setting for every
+# comparison: the fixes' comparison had 8 before the bot asked for it, #103's 6).
+PERF_MAX_ROUNDS = 8
+# The fixes' comparison measures both toy cases, as before the bot asked for it: a bare /perf on
+# #102 would choose only the offload case (its one file is toydit/offload.py).
+FIXES_CASES = "toy-dit-*"
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,18 @@ class DemoPaths:
         return self.root / "runner"
 
 
+@dataclass(frozen=True)
+class Services:
+    """What the demo runs beside its runner: the tracker, the fake GitHub and the webhook receiver."""
+
+    url: str  # the tracker's
+    settings: Settings
+    github: DemoGithub
+    github_url: str
+    receiver_url: str
+    inbox: Inbox
+
+
 def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console: Console) -> int:
     """Run the demo; returns the process exit code."""
     started = time.monotonic()
@@ -121,16 +146,20 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
         console.width = max(console.width, 150)  # a log file: room for the tables' columns
     paths = DemoPaths(data_dir / "demo")
     toy = _prepare(paths, console)
-    settings = _demo_settings(paths)
-    with _serve(settings, host, port) as url:
-        engine = db.make_engine(settings.effective_database_url)
+    with _services(paths, toy, host, port) as services:
+        url = services.url
+        engine = db.make_engine(services.settings.effective_database_url)
         sessions = db.make_session_factory(engine)
         with db.session_scope(sessions) as session:
-            token = _seed(session, toy)
-        console.print(f"tracker on [bold]{url}[/] · runner {RUNNER_NAME}")
-        runner = DemoRunner(url, token, paths.runner, sessions, console)
-        comparison_ids = _run_jobs(runner, sessions, toy)
-        _report(url, token, sessions, toy, comparison_ids, console)
+            token, admin = seed(session, toy)
+        subscribe(url, admin, services.receiver_url, services.inbox.secret)
+        console.print(
+            f"tracker on [bold]{url}[/] · runner {RUNNER_NAME} · fake GitHub {services.github_url} "
+            f"· webhook receiver {services.receiver_url}"
+        )
+        runner = DemoRunner(url, token, paths.runner, sessions, console, git_env=git_redirect(toy))
+        comparison_ids = _run_jobs(runner, sessions, toy, services)
+        _report(token, sessions, toy, comparison_ids, services, console)
         with sessions() as session:
             print_time_table(breakdown(load_job_timings(session=session), runner.phases), console)
         console.print(f"demo finished in {time.monotonic() - started:.0f} s")
@@ -141,8 +170,38 @@ def run_demo(*, data_dir: Path, host: str, port: int, exit_after: bool, console:
     return 0
 
 
+@contextmanager
+def _services(paths: DemoPaths, toy: ToyRepository, host: str, port: int) -> Iterator[Services]:
+    """The webhook receiver, the fake GitHub (a free port) and the tracker (``port``), all on
+    localhost, with git fetching the repository's GitHub address from the toy repository."""
+    github = demo_github(toy)
+    with ExitStack() as stack:
+        stack.enter_context(_environment(git_redirect(toy)))  # the tracker's own git (bisection ranges)
+        receiver_url, inbox = stack.enter_context(receiving(secrets.token_urlsafe(24)))
+        github_url = stack.enter_context(serve_asgi(github.fake.app(), host, 0, name="fake GitHub"))
+        settings = _demo_settings(paths, github.settings(github_url), public_url=f"http://{host}:{port}")
+        url = stack.enter_context(serve_asgi(create_app(settings), host, port, name="tracker"))
+        yield Services(url, settings, github, github_url, receiver_url, inbox)
+
+
+@contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    """This process's environment with ``values`` set, restored afterwards."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _prepare(paths: DemoPaths, console: Console) -> ToyRepository:
-    """A fresh demo folder (the toy repository reused when current) with the toy suite pointing at it."""
+    """A fresh demo folder (the toy repository reused when current) with the toy suite pointing at it
+    by its GitHub address (:func:`perftrack.demo.github.git_redirect`)."""
     _reset(paths)
     console.print(f"[bold]perftrack demo[/] in {paths.root}")
     toy = create_toy_repository(paths.repo, replace_outdated=True)
@@ -150,13 +209,13 @@ def _prepare(paths: DemoPaths, console: Console) -> ToyRepository:
         f"toy repository: {len(toy.commits)} commits on main, {len(toy.pull_requests)} open pull requests"
     )
     paths.suites.mkdir(parents=True)
-    (paths.suites / "toy.toml").write_text(SUITE_TEMPLATE.read_text().replace("{toy_repo}", str(paths.repo)))
+    (paths.suites / "toy.toml").write_text(SUITE_TEMPLATE.read_text().replace("{toy_repo}", GITHUB_URL))
     return toy
 
 
-def _demo_settings(paths: DemoPaths) -> Settings:
+def _demo_settings(paths: DemoPaths, github: Mapping[str, Any], *, public_url: str) -> Settings:
     """The demo tracker's settings: SQLite in the demo folder, the toy suite, short leases, a
-    re-run budget for toy runs of seconds."""
+    re-run budget for toy runs of seconds, and the fake GitHub as its App."""
     return Settings(
         database_url=f"sqlite:///{paths.database}",
         data_dir=paths.root,
@@ -164,77 +223,102 @@ def _demo_settings(paths: DemoPaths) -> Settings:
         lease_seconds=120,
         flagged_rerun_budget_s=RERUN_BUDGET_S,
         environment="development",
+        public_url=public_url,
+        github_max_rounds=PERF_MAX_ROUNDS,
+        **github,
     )
 
 
-def _seed(session: Session, toy: ToyRepository) -> str:
-    """Store the toy's history and queue an A/A calibration per case; returns the runner token's secret."""
-    token = create_token(session=session, name="demo-runner", role=TokenRole.RUNNER).secret
-    cases = _toy_cases(session)
-    commits = _store_history(session, toy, cases[0].repository)
-    for case in cases:
-        create_calibration(
-            session=session,
-            candidate=ensure_candidate(session=session, base=commits[0], patches=[]),
-            cases=[case.slug],
-            hardware=[HARDWARE],
-            rounds=CALIBRATION_ROUNDS,
-            requests_per_round=1,
-            requested_by="demo",
-            command="A/A calibration",
-        )
-    return token
+def _run_jobs(
+    runner: DemoRunner, sessions: sessionmaker[Session], toy: ToyRepository, services: Services
+) -> list[int]:
+    """Run the calibration, then night after night, then the ``/perf`` comparisons (the fixes
+    stacked, then each open change of its own); returns the comparisons' ids, the fixes' first.
 
-
-def _run_jobs(runner: DemoRunner, sessions: sessionmaker[Session], toy: ToyRepository) -> list[int]:
-    """Run the calibration, then night after night, then the PR comparisons (the fixes stacked, then
-    each open change of its own); returns the comparisons' ids, the fixes' first.
-
-    The runner is closed afterwards, whatever happens.
+    After each phase the outboxes are sent (notifications, GitHub). The runner is closed afterwards,
+    whatever happens.
     """
+    outboxes = Outboxes(sessions, services.settings)
     try:
         runner.drain(f"A/A calibration ({CALIBRATION_ROUNDS} rounds per case)")
+        outboxes.send()
+        schedule = _schedule(sessions)
         nights = [commit for commit in toy.commits if commit.source not in SKIPPED_BY_NIGHTLY]
         for number, night in enumerate(nights, start=1):
             with db.session_scope(sessions) as session:
-                _enqueue_night(session, night.sha)
+                queue_night(session, schedule, toy_cases(session), night.sha)
             runner.drain(f"night {number}/{len(nights)}: {night.sha[:7]} {night.title[:40]}")
-        with db.session_scope(sessions) as session:
-            comparison_id = _compare(session, toy)
+            outboxes.send()
+        fixing = fixes(toy)
+        stacked = " ".join(f"#{pr.number}" for pr in fixing[:-1])
+        command = f"/perf {FIXES_CASES}" + (f" with {stacked}" if stacked else "")
+        comparison_id = _ask(sessions, services, fixing[-1], command)
         runner.drain("pull-request comparison of the fixes")
-        with db.session_scope(sessions) as session:
-            change_ids = [_compare_change(session, toy, pr) for pr in _changes(toy)]
+        outboxes.send()
+        change_ids = [_ask(sessions, services, pr, "/perf") for pr in changes(toy)]
         if change_ids:
-            runner.drain("pull-request comparison of " + ", ".join(f"#{pr.number}" for pr in _changes(toy)))
+            runner.drain("pull-request comparison of " + ", ".join(f"#{pr.number}" for pr in changes(toy)))
+            outboxes.send()
     finally:
         runner.close()
     return [comparison_id, *change_ids]
 
 
+def _ask(sessions: sessionmaker[Session], services: Services, pr: ToyPullRequest, command: str) -> int:
+    """A maintainer comments ``command`` on ``pr``; the comparison the bot made of it."""
+    newest = newest_comparison(sessions)
+    services.github.ask_perf(services.url, pr.number, command)
+    return wait_for_comparison(sessions, pr.number, after=newest)
+
+
+def _schedule(sessions: sessionmaker[Session]) -> ResolvedSchedule:
+    """The toy suite's nightly schedule on main, fired by hand."""
+    with sessions() as session:
+        case = toy_cases(session)[0]
+        assert case.repository is not None
+        return demo_schedule(suite=case.suite, repository=case.repository.name, hardware=HARDWARE)
+
+
 def _report(
-    url: str,
     token: str,
     sessions: sessionmaker[Session],
     toy: ToyRepository,
     comparison_ids: list[int],
+    services: Services,
     console: Console,
 ) -> None:
-    """Print the series, calibrations, alerts, the comparison's verdict and the scorecard."""
+    """Print the series, calibrations, alerts, the comparisons' verdicts, the loop with people and
+    the scorecard."""
     with sessions() as session:
         print_series(session, toy, console)
         print_calibrations(session, console)
         print_alerts(session, toy, console)
-        case_flags = {case.slug: _flags_on(case) for case in _toy_cases(session)}
-    with TrackerHttp.connect(url, token) as tracker:
+        cases = toy_cases(session)
+        case_flags = {case.slug: flags_on(case) for case in cases}
+    with TrackerHttp.connect(services.url, token) as tracker:
         comparisons = [
             tracker.json("GET", f"/comparisons/{comparison_id}") for comparison_id in comparison_ids
         ]
         # Scored from what a user reads: the alerts API (suspects refuted by paired rounds are not alerts).
         alerts = tracker.request("GET", "/alerts", params={"limit": 200}).json()
+        groups = tracker.request("GET", "/groups", params={"limit": 200}).json()
     for comparison in comparisons:
         print_comparison(comparison, console)
     print_diagnoses(alerts, console)
-    print_scorecard(score(toy.commits, case_flags, alerts, comparisons[1:]), console)
+    culprits = [
+        pull_number_in(commit.title) for commit in toy.commits if commit.kind is ChangeKind.REGRESSION
+    ]
+    view = collect(
+        groups=groups,
+        fake=services.github.fake,
+        culprit_pulls=[number for number in culprits if number is not None],
+        notifications=services.inbox.snapshot(),
+    )
+    print_loop(view, console)
+    card = score(toy.commits, case_flags, alerts, comparisons[1:])
+    policy = services.settings.github_check_policy
+    loop = loop_checks(view, toy.commits, case_flags, comparisons, policy)
+    print_scorecard(replace(card, loop=loop), console)
 
 
 def _serve_until_interrupted(url: str, console: Console) -> None:
@@ -256,132 +340,6 @@ def _reset(paths: DemoPaths) -> None:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{leftover}{suffix}").unlink(missing_ok=True)
     paths.root.mkdir(parents=True, exist_ok=True)
-
-
-@contextmanager
-def _serve(settings: Settings, host: str, port: int) -> Iterator[str]:
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True, name="tracker")
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive():
-            raise RuntimeError(
-                f"the tracker could not start on {host}:{port} (is the port in use? try --port)"
-            )
-        if time.monotonic() > deadline:
-            raise RuntimeError("the tracker did not start within 60 s")
-        time.sleep(0.05)
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
-def _toy_cases(session: Session) -> list[Case]:
-    cases = [case for case in list_current_cases(session=session) if case.workload.value == "toy"]
-    if not cases or cases[0].repository is None:
-        raise RuntimeError(f"the toy suite {SUITE_TEMPLATE} defines no toy case with a repository")
-    return cases
-
-
-def _store_history(session: Session, toy: ToyRepository, repository: Repository | None) -> list[Commit]:
-    """Every main commit with its metadata, as a tracker that follows the branch knows them."""
-    assert repository is not None
-    stored = []
-    for commit in toy.commits:
-        info = commit_info(toy.path, commit.sha)
-        stored.append(
-            upsert_commit(
-                session=session,
-                repository=repository,
-                commit=CommitIn(
-                    sha=commit.sha,
-                    committed_at=dt.datetime.fromisoformat(info.committed_at)
-                    if info and info.committed_at
-                    else None,
-                    title=commit.title,
-                    author_name=info.author_name if info else "",
-                    author_email=info.author_email if info else "",
-                    branch="main",
-                    parents=info.parents if info else [],
-                ),
-            )
-        )
-    return stored
-
-
-def _enqueue_night(session: Session, sha: str) -> None:
-    kind = session.scalar(select(HardwareKind).where(HardwareKind.name == HARDWARE))
-    assert kind is not None
-    cases = _toy_cases(session)
-    commit = session.scalar(select(Commit).where(Commit.sha == sha))
-    assert commit is not None
-    candidate = ensure_candidate(session=session, base=commit, patches=[])
-    for case in cases:
-        enqueue_job(session=session, candidate=candidate, case=case, hardware=kind, reason=JobReason.NIGHTLY)
-
-
-def _fixes(toy: ToyRepository) -> list[ToyPullRequest]:
-    """The open pull requests that fix a regression on main (#101, #102)."""
-    return [pr for pr in toy.pull_requests if pr.fixes_sha is not None]
-
-
-def _changes(toy: ToyRepository) -> list[ToyPullRequest]:
-    """The open pull requests that are changes of their own (#103: faster, and the picture changes)."""
-    return [pr for pr in toy.pull_requests if pr.fixes_sha is None]
-
-
-def _compare(session: Session, toy: ToyRepository) -> int:
-    """The fixes' PR comparison: a base with every open fix missing, against it with the fixes stacked."""
-    base = session.scalar(select(Commit).where(Commit.sha == pr_base_sha(toy)))
-    assert base is not None
-    fixes = _fixes(toy)
-    comparison = create_comparison(
-        session=session,
-        base=ensure_candidate(session=session, base=base, patches=[]),
-        head=ensure_candidate(session=session, base=base, patches=[pr.ref for pr in fixes]),
-        cases=[case.slug for case in _toy_cases(session)],
-        hardware=[HARDWARE],
-        rounds=2,
-        max_rounds=8,
-        requests_per_round=1,
-        requested_by="demo",
-        command="/perf " + " ".join(f"#{pr.number}" for pr in fixes),
-    )
-    return comparison.id
-
-
-def _compare_change(session: Session, toy: ToyRepository, pr: ToyPullRequest) -> int:
-    """``/perf #N`` for a change of its own: the commit it branches off, against it with the change."""
-    base = session.scalar(select(Commit).where(Commit.sha == pr.base_sha))
-    assert base is not None
-    comparison = create_comparison(
-        session=session,
-        base=ensure_candidate(session=session, base=base, patches=[]),
-        head=ensure_candidate(session=session, base=base, patches=[pr.ref]),
-        cases=[case.slug for case in _toy_cases(session)],
-        hardware=[HARDWARE],
-        rounds=2,
-        max_rounds=6,
-        requests_per_round=1,
-        requested_by="demo",
-        command=f"/perf #{pr.number}",
-    )
-    return comparison.id
-
-
-def _flags_on(case: Case) -> list[str]:
-    """The flags a case passes (``false`` leaves a flag out)."""
-    return [name for name, value in (case.flags or {}).items() if value not in (False, None, "false")]
-
-
-def pr_base_sha(toy: ToyRepository) -> str:
-    """The newest main commit on which every open fix is still missing: where stacking them matters."""
-    shas = [commit.sha for commit in toy.commits]
-    landed = min(shas.index(pr.landed_sha) for pr in _fixes(toy))
-    return shas[landed - 1]
 
 
 __all__ = ["run_demo"]

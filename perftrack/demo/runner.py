@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from perftrack.demo.timing import Phase
 from runners.agent import Agent, AgentConfig
 from runners.candidates import CandidateBuilder
 from runners.client import TrackerClient
+from runners.jobenv import job_environ
 from runners.jobspec import JobSpec
 from runners.progress import JobProgress
 from runners.workloads.preload import DEMO_PRELOAD
@@ -36,8 +38,17 @@ class DemoRunner:
     """Runs every queued job until the queue is empty, showing jobs done and the current job's line."""
 
     def __init__(
-        self, url: str, token: str, workdir: Path, sessions: sessionmaker[Session], console: Console
+        self,
+        url: str,
+        token: str,
+        workdir: Path,
+        sessions: sessionmaker[Session],
+        console: Console,
+        *,
+        git_env: Mapping[str, str] | None = None,
     ) -> None:
+        """``git_env``: added to the environment of the builder's git calls (the demo's redirect of
+        the repository's GitHub address to the local toy repository)."""
         self._sessions = sessions
         self._client = TrackerClient(url, token, retries=5, backoff_s=0.5)
         self._display = JobProgress(console, one_line=True)
@@ -56,7 +67,7 @@ class DemoRunner:
                 preload_modules=DEMO_PRELOAD,
             ),
             self._client,
-            CandidateBuilder(workdir),
+            CandidateBuilder(workdir, base_env={**job_environ(), **(git_env or {})}),
             default_workloads(cache_dir=workdir / "cache"),
             self._display.events(on_done=self._on_done),
         )

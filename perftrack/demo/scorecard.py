@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perftrack.demo.loop_score import LoopCheck
 from runners.toy import ChangeKind, ToyCommit
 
 _REGRESSION = "regression"
@@ -81,6 +82,7 @@ class Scorecard:
     planted: tuple[Planted, ...]
     false_alerts: tuple[FalseAlert, ...]
     verdicts: tuple[ChangeVerdict, ...] = ()
+    loop: tuple[LoopCheck, ...] = ()  # the loop with people (perftrack.demo.loop_score)
 
     @property
     def missed(self) -> tuple[Planted, ...]:
@@ -89,8 +91,14 @@ class Scorecard:
 
     @property
     def perfect(self) -> bool:
-        """Every planted change found, every change's verdict right, and no false alert."""
-        return not self.missed and not self.false_alerts and all(item.found for item in self.verdicts)
+        """Every planted change found, every change's verdict right, no false alert, and every row of
+        the loop with people held."""
+        return (
+            not self.missed
+            and not self.false_alerts
+            and all(item.found for item in self.verdicts)
+            and all(row.ok for row in self.loop)
+        )
 
 
 OUTPUT_CHANGED = "faster, but the output changed"

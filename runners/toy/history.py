@@ -16,6 +16,11 @@ also measures the A/A noise; ``benchmarks/toy_incidents.py`` for every commit); 
 ``effect`` are what to expect there, not limits. Step times are the thread's CPU time per
 denoising step (see the toy's ``pipeline.py``).
 
+Every ``main`` commit that came from a pull request says so as a squash merge does, ``Title (#N)``
+(``tracker.vcs.pulls`` reads it): the culprits of both incidents are #87 and #94, so the tracker
+tells their pull requests. Documentation commits, the first commit and the release were pushed
+directly and name none.
+
 The last commit (#103, token merging) is faster and changes the seeded picture beyond the 40 dB
 tolerance (``changes_output``): a speed-up the output check, not the step time, must question.
 ``benchmarks/toy_output_change.py`` measures its step time (A B A B) and PSNR/SSIM.
@@ -114,7 +119,7 @@ MAIN: tuple[Step, ...] = (
     ),
     Step(
         "03-sampling-params-on-request",
-        "Move the sampling-params block onto Request",
+        "Move the sampling-params block onto Request (#84)",
         "Request.sampling_params() names the fields sglang prints before a request;\n"
         "generate only formats them. The log output is unchanged.",
         ChangeKind.NEUTRAL,
@@ -123,7 +128,7 @@ MAIN: tuple[Step, ...] = (
     ),
     Step(
         "04-fused-layernorm",
-        "Use a fused LayerNorm kernel in the DiT blocks",
+        "Use a fused LayerNorm kernel in the DiT blocks (#87)",
         "ATen's native LayerNorm normalises in one pass instead of the mean,\n"
         "variance and scaling ops F.layer_norm is traced into. The kernel is opaque,\n"
         "so keep torch.compile out of it with torch._dynamo.disable.",
@@ -137,7 +142,7 @@ MAIN: tuple[Step, ...] = (
     ),
     Step(
         "05-scheduler-tensor-sigmas",
-        "Scheduler: compute the sigma schedule with tensor ops",
+        "Scheduler: compute the sigma schedule with tensor ops (#89)",
         "Same shifted schedule, computed in float64 and stored as float32.",
         ChangeKind.NEUTRAL,
         "none: runs once per request, outside the denoising loop",
@@ -145,7 +150,7 @@ MAIN: tuple[Step, ...] = (
     ),
     Step(
         "06-log-compile-setup",
-        "Log the torch.compile setup",
+        "Log the torch.compile setup (#90)",
         "Say which backend compiles the transformer, so that a log shows how it ran.",
         ChangeKind.NEUTRAL,
         "none: one log line at start-up",
@@ -153,7 +158,7 @@ MAIN: tuple[Step, ...] = (
     ),
     Step(
         "08-batch-cfg",
-        "Run both CFG branches through the DiT as one batch",
+        "Run both CFG branches through the DiT as one batch (#91)",
         "Classifier-free guidance ran the DiT twice per step, for the prompt and for\n"
         "the negative prompt. Concatenate them into a batch of two: one forward.",
         ChangeKind.SPEEDUP,
@@ -170,7 +175,7 @@ MAIN: tuple[Step, ...] = (
     ),
     Step(
         "10-offload-during-compile",
-        "Offload DiT layers while the compile warmup runs",
+        "Offload DiT layers while the compile warmup runs (#94)",
         "With --offload-during-compile the warmup request runs with the layerwise\n"
         "offload hooks installed, so compilation does not hold the weights and its\n"
         "own memory at once; the hooks are removed once the warmup is done.",
@@ -187,7 +192,7 @@ MAIN: tuple[Step, ...] = (
     ),
     Step(
         "11-digest-log-line",
-        "Log seed and size with the output digest",
+        "Log seed and size with the output digest (#96)",
         "Makes two logs' digests comparable at a glance.",
         ChangeKind.NEUTRAL,
         "none: one log line",

@@ -21,12 +21,17 @@ class PullRequest:
     url: str | None
 
 
+def pull_number_in(title: str) -> int | None:
+    """The number of the pull request a commit title says it merged; None when it names none."""
+    found = _SQUASHED.search(title) or _MERGED.match(title)
+    return int(found.group(1)) if found is not None else None
+
+
 def pull_request_of(commit: Commit) -> PullRequest | None:
     """The pull request ``commit`` merged, from its title; None when the title names none."""
-    found = _SQUASHED.search(commit.title) or _MERGED.match(commit.title)
-    if found is None:
+    number = pull_number_in(commit.title)
+    if number is None:
         return None
-    number = int(found.group(1))
     on_github = _GITHUB.match(commit.repository.url.strip())
     url = f"https://github.com/{on_github.group(1)}/pull/{number}" if on_github else None
     return PullRequest(number=number, url=url)
