@@ -1,6 +1,8 @@
 """Judging one result of a comparison from its rounds: its numbers, its verdict and its note.
 
-PR comparisons and calibrations are judged by :func:`tracker.statistics.ab.compare_rounds`; paired
+PR comparisons and calibrations are judged by :func:`tracker.statistics.ab.compare_rounds` (a PR
+comparison's call must also hold without its most extreme round,
+:mod:`tracker.statistics.one_round`); paired
 checks by the pure decisions of :mod:`tracker.statistics.confirmation` (a suspect's confirmation)
 and :mod:`tracker.statistics.bisection` (a bisection step), which also say how many rounds they
 want. Notes name the arms that failed.
@@ -19,6 +21,7 @@ from tracker.models import Alert, Comparison, ComparisonResult
 from tracker.statistics.ab import ComparisonStats, RoundValues, compare_rounds
 from tracker.statistics.bisection import BisectCall, bisect_call
 from tracker.statistics.confirmation import ConfirmationOutcome, judge_confirmation
+from tracker.statistics.one_round import held_without_extreme_round
 from tracker.statistics.paired_rounds import ConfirmationPolicy
 
 _REASON_CHARS = 200
@@ -93,6 +96,10 @@ def judge_result(
     result.threshold_source = judged.threshold_source
     result.updated_at = now
     stats = compare_rounds(usable, threshold_pct=judged.threshold_pct, prior=judged.prior) if usable else None
+    if stats is not None and result.comparison.kind is ComparisonKind.PR:
+        stats = held_without_extreme_round(
+            usable, stats, threshold_pct=judged.threshold_pct, prior=judged.prior
+        )
     result.base_value = stats.base_ms if stats else None
     result.head_value = stats.head_ms if stats else None
     result.change_pct = stats.change_pct if stats else None
