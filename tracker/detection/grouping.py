@@ -17,6 +17,7 @@ import datetime as dt
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, aliased
 
+from tracker.detection.group_notices import tell_if_fixed
 from tracker.enums import AlertConfirmation
 from tracker.models import Alert, AlertGroup, Commit
 
@@ -81,6 +82,8 @@ def _move(session: Session, alert: Alert, target: AlertGroup | None, now: dt.dat
     old.updated_at = now
     if old.alerts:
         _rerange(old)
+        # What it keeps may all be fixed now (an open alert left): the group reads fixed, and says so.
+        tell_if_fixed(session=session, group=old, now=now)
     elif target is not None:
         _merge(old, target)
     else:

@@ -171,3 +171,26 @@ def test_the_old_event_names_are_taken_as_the_group_events(session: Session) -> 
     subscription = subscribe(session, events=["alert.confirmed", "alert.fixed", "pr.verdict"])
     assert subscription.events == ["group.confirmed", "group.fixed", "pr.verdict"]
     assert NotificationEvent.GROUP_FIXED.value in subscription.events
+
+
+def test_a_group_left_with_only_fixed_alerts_is_told_fixed_once(session: Session) -> None:
+    """An open alert leaves (paired rounds no longer hold it): what the group keeps is all fixed."""
+    subscribe(session)
+    fixed = grouped(session, 5, evidence=dict(PAIRED))
+    still_open = grouped(session, 5, case=WAN, evidence=dict(PAIRED))
+    group = group_of(fixed)
+    assert still_open.group is group
+    tell_group(session=session, group=group, now=NOW)
+    triage_alert(session=session, alert_id=fixed.id, status="fixed", actor="ada", reason="reverted", now=NOW)
+    assert group.fixed_at is None  # one of its two alerts is still open
+
+    later = NOW + dt.timedelta(hours=1)
+    still_open.confirmation = AlertConfirmation.REFUTED
+    place(session=session, alert=still_open, now=later)
+    session.flush()
+
+    assert still_open.group is None
+    assert group.fixed_at == later
+    assert told(session) == [("group.confirmed", group.id), ("group.fixed", group.id)]
+    place(session=session, alert=fixed, now=later)  # placed again: nothing more to tell
+    assert told(session) == [("group.confirmed", group.id), ("group.fixed", group.id)]
