@@ -15,7 +15,11 @@ def demo(
     ),
     host: str = typer.Option("127.0.0.1", help="Interface the dashboard listens on."),
     port: int = typer.Option(8000, help="Dashboard port."),
-    exit_after: bool = typer.Option(False, "--exit", help="Stop after the summary instead of serving."),
+    exit_after: bool = typer.Option(
+        False,
+        "--exit",
+        help="Stop after the summary instead of serving; exit 1 when the scorecard falls short.",
+    ),
 ) -> None:
     """Build the toy repository, run its history and /perf comparisons (asked on a fake GitHub) on a CPU
     runner, print what changed and how people were told."""
