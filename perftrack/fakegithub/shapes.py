@@ -23,6 +23,16 @@ from perftrack.fakegithub.accounts import (
     user,
 )
 
+# What the App may do and hear, as its installation and ``GET /app`` both say.
+APP_PERMISSIONS = {
+    "checks": "write",
+    "issues": "write",
+    "pull_requests": "write",
+    "statuses": "write",
+    "metadata": "read",
+}
+APP_EVENTS = ("check_run", "issue_comment", "pull_request")
+
 
 def _branch(side: dict[str, Any]) -> dict[str, Any]:
     """A pull request's ``head`` or ``base`` from what the fake keeps (ref, sha, repository)."""
@@ -285,14 +295,8 @@ def installation(installation_id: int, owner: str, app_slug: str) -> dict[str, A
         "app_slug": app_slug,
         "target_id": number_for(owner),
         "target_type": "Organization",
-        "permissions": {
-            "checks": "write",
-            "issues": "write",
-            "pull_requests": "write",
-            "statuses": "write",
-            "metadata": "read",
-        },
-        "events": ["check_run", "issue_comment", "pull_request"],
+        "permissions": dict(APP_PERMISSIONS),
+        "events": list(APP_EVENTS),
         "created_at": TIME,
         "updated_at": TIME,
         "single_file_name": None,
@@ -314,14 +318,8 @@ def app(slug: str) -> dict[str, Any]:
         "html_url": f"{WEB}/apps/{slug}",
         "created_at": TIME,
         "updated_at": TIME,
-        "permissions": {
-            "checks": "write",
-            "issues": "write",
-            "pull_requests": "write",
-            "statuses": "write",
-            "metadata": "read",
-        },
-        "events": ["check_run", "issue_comment", "pull_request"],
+        "permissions": dict(APP_PERMISSIONS),
+        "events": list(APP_EVENTS),
     }
 
 

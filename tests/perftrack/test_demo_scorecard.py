@@ -57,16 +57,17 @@ def alert(number: int, case: str, direction: str, culprit: str | None, **extra: 
     }
 
 
+def planted_alerts() -> list[dict[str, Any]]:
+    """The alerts a perfect run raises: incident 1 in both cases, incident 2 (fixed) in offload."""
+    return [
+        alert(1, "compile", "regression", "3"),
+        alert(2, "offload", "regression", "3"),
+        alert(3, "offload", "regression", "4", status="fixed", fixed_by="5"),
+    ]
+
+
 def test_exactly_the_planted_changes_is_perfect() -> None:
-    card = score(
-        HISTORY,
-        CASES,
-        [
-            alert(1, "compile", "regression", "3"),
-            alert(2, "offload", "regression", "3"),
-            alert(3, "offload", "regression", "4", status="fixed", fixed_by="5"),
-        ],
-    )
+    card = score(HISTORY, CASES, planted_alerts())
     assert [(item.case, item.commit.sha[0], item.found) for item in card.planted] == [
         ("compile", "3", True),
         ("offload", "3", True),
@@ -225,15 +226,7 @@ def test_a_loop_that_held_scores_every_row() -> None:
     ]
     assert checks[0].seen == "group 1: 2 alerts in compile, offload"
     assert checks[1].seen == "#87: 1 comment(s), 2 edit(s)"
-    card = score(
-        HISTORY,
-        CASES,
-        [
-            alert(1, "compile", "regression", "3"),
-            alert(2, "offload", "regression", "3"),
-            alert(3, "offload", "regression", "4", status="fixed", fixed_by="5"),
-        ],
-    )
+    card = score(HISTORY, CASES, planted_alerts())
     assert replace(card, loop=checks).perfect
 
 

@@ -40,6 +40,17 @@ class RoundValues:
     head: float
 
 
+def without_most_extreme(rounds: Sequence[RoundValues], *, slower: bool) -> tuple[int, list[RoundValues]]:
+    """The index of the round most in one direction (the highest head/base ratio when ``slower``, the
+    lowest otherwise) and the other rounds, in order: what a call is judged again without, so that
+    one bad run cannot make it (confirmations and PR comparisons alike)."""
+    sign = 1.0 if slower else -1.0
+    extreme = max(
+        range(len(rounds)), key=lambda index: sign * math.log(rounds[index].head / rounds[index].base)
+    )
+    return extreme, [pair for index, pair in enumerate(rounds) if index != extreme]
+
+
 @dataclass(frozen=True, slots=True)
 class NoisePrior:
     """A prior for the per-arm run-to-run noise: percent, and the degrees of freedom it rests on."""

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tracker.statistics.ab import ComparisonStats, NoisePrior, RoundValues
+from tracker.statistics.ab import ComparisonStats, NoisePrior, RoundValues, without_most_extreme
 from tracker.statistics.confirmation_reading import Reading, futile, read_rounds, rounds_needed
 from tracker.statistics.paired_rounds import ConfirmationPolicy, SetAside, set_aside_interfered
 
@@ -310,12 +310,7 @@ def _held_by_one_round(
     if len(rounds) < 2:
         return "rests on a single round"
 
-    def toward(pair: RoundValues) -> float:
-        ratio = math.log(pair.head / pair.base)
-        return ratio if regression else -ratio
-
-    extreme = max(range(len(rounds)), key=lambda index: toward(rounds[index]))
-    others = [pair for index, pair in enumerate(rounds) if index != extreme]
+    extreme, others = without_most_extreme(rounds, slower=regression)
     rest = read_rounds(others, regression, threshold_pct, prior, policy)
     # Without a prior one round left has no interval; the full interval already carried the
     # spread, so the other round's own estimate must then clear the dead zone.

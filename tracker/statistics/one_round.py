@@ -15,11 +15,16 @@ comparison runs more rounds (up to its cap). A single usable round decides nothi
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 
 from tracker.enums import Verdict
-from tracker.statistics.ab import ComparisonStats, NoisePrior, RoundValues, compare_rounds
+from tracker.statistics.ab import (
+    ComparisonStats,
+    NoisePrior,
+    RoundValues,
+    compare_rounds,
+    without_most_extreme,
+)
 from tracker.statistics.paired_rounds import ConfirmationPolicy
 
 MORE_ROUNDS = ": more rounds needed"  # the suffix a comparison at its cap drops
@@ -57,10 +62,7 @@ def held_without_extreme_round(
     if len(rounds) < 2:
         return _inconclusive(stats, f"{interval} {way} from a single round, which decides nothing")
     sign = 1.0 if stats.verdict is Verdict.REGRESSION else -1.0
-    extreme = max(
-        range(len(rounds)), key=lambda index: sign * math.log(rounds[index].head / rounds[index].base)
-    )
-    others = [pair for index, pair in enumerate(rounds) if index != extreme]
+    extreme, others = without_most_extreme(rounds, slower=sign > 0)
     rest = compare_rounds(others, threshold_pct=threshold_pct, prior=prior, confidence=stats.confidence)
     if _holds(rest, sign, threshold_pct):
         return stats
